@@ -1,0 +1,145 @@
+# jobset-addons. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+ROOT := $(abspath .)
+BIN  := $(ROOT)/bin
+
+# Versions of everything the testbed and the checks build. A binary is cached under
+# bin/<name>-<version>/ and rebuilt only when its version changes.
+KUBE_VERSION   := v1.37.1
+ETCD_VERSION   := v3.6.6
+KWOK_VERSION   := v0.8.0
+JOBSET_VERSION := v0.12.0
+HELM_VERSION   := v4.3.0
+
+KUBE_DIR   := $(BIN)/kube-$(KUBE_VERSION)
+ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
+KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
+JOBSET_DIR := $(BIN)/jobset-$(JOBSET_VERSION)
+HELM_DIR   := $(BIN)/helm-$(HELM_VERSION)
+
+KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
+KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(KUBE_MAJOR) -X $(p).gitMinor=$(KUBE_MINOR) \
+	-X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
+
+KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
+TESTBED_BINS := $(addprefix $(KUBE_DIR)/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
+	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset
+
+$(KUBE_DIR)/%: tools/kube/go.mod
+	hack/build-tool.sh tools/kube $@ k8s.io/kubernetes/cmd/$* "$(KUBE_LDFLAGS)"
+$(ETCD_DIR)/etcd: tools/etcd/go.mod
+	hack/build-tool.sh tools/etcd $@ go.etcd.io/etcd/server/v3 \
+		"-X go.etcd.io/etcd/api/v3/version.GitSHA=$(ETCD_VERSION)"
+$(KWOK_DIR)/%: tools/kwok/go.mod
+	hack/build-tool.sh tools/kwok $@ sigs.k8s.io/kwok/cmd/$* \
+		"-X sigs.k8s.io/kwok/pkg/consts.Version=$(patsubst v%,%,$(KWOK_VERSION))"
+$(JOBSET_DIR)/jobset: tools/jobset/go.mod
+	hack/build-tool.sh tools/jobset $@ sigs.k8s.io/jobset \
+		"-X sigs.k8s.io/jobset/pkg/version.GitVersion=$(JOBSET_VERSION)"
+$(HELM_DIR)/helm: tools/helm/go.mod
+	hack/build-tool.sh tools/helm $@ helm.sh/helm/v4/cmd/helm
+
+# bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
+# PATH look in: links to the versioned binaries above, and JobSet's manifests.
+TESTBED := $(BIN)/testbed
+JOBSET_SRC = $(shell cd tools/jobset && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+
+$(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION): $(TESTBED_BINS)
+	rm -rf $(TESTBED) && mkdir -p $(TESTBED)
+	for f in $(TESTBED_BINS); do ln -s $$f $(TESTBED)/; done
+	cp $(JOBSET_SRC)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml $(TESTBED)/jobset-crd.yaml
+	cp $(JOBSET_SRC)/config/components/webhook/manifests.yaml $(TESTBED)/jobset-webhooks.yaml
+	chmod u+w $(TESTBED)/*.yaml
+	touch $@
+
+.PHONY: testbed-bins
+testbed-bins: $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION) ## Build (once) every binary the testbed runs
+
+CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
+# Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
+# they pin other Kubernetes versions).
+MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) e2e
+TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm charts/jobset-addons/tests
+
+GO_TEST_FLAGS ?= -count=1
+export KUBEBUILDER_ASSETS := $(BIN)/testbed
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+CONTROLLER_BINS := $(addprefix $(BIN)/,$(CONTROLLERS))
+build: $(CONTROLLER_BINS) ## Build every controller binary into bin/
+
+$(CONTROLLER_BINS): $(BIN)/%: FORCE
+	cd controllers/$* && go build -trimpath -o $@ .
+
+.PHONY: FORCE
+FORCE:
+
+.PHONY: verify
+verify: ## gofmt, go vet, go mod tidy unchanged, every module builds and tests with GOWORK=off
+	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	@for m in $(MODULES) $(TOOL_MODULES); do \
+		cp $$m/go.mod $$m/go.mod.orig; cp $$m/go.sum $$m/go.sum.orig; \
+		(cd $$m && GOWORK=off go mod tidy) || exit 1; \
+		if ! cmp -s $$m/go.mod $$m/go.mod.orig || ! cmp -s $$m/go.sum $$m/go.sum.orig; then \
+			diff -u $$m/go.mod.orig $$m/go.mod; mv $$m/go.mod.orig $$m/go.mod; mv $$m/go.sum.orig $$m/go.sum; \
+			echo "go mod tidy changes $$m"; exit 1; fi; \
+		rm $$m/go.mod.orig $$m/go.sum.orig; \
+	done
+	@for m in $(MODULES); do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
+	@echo "verify: ok"
+
+.PHONY: unit
+unit: testbed-bins ## Unit and integration tests of every module (integration runs envtest on bin/testbed)
+	@for m in $(filter-out e2e,$(MODULES)); do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
+
+.PHONY: e2e
+e2e: testbed-bins build ## e2e suites on the testbed (started for the run unless KUBECONFIG is set)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 30m -v ./suites/... 2>&1 | $(ROOT)/hack/test-summary.sh
+
+.PHONY: test
+test: ## Everything CI runs: verify, unit and integration, e2e on a fresh testbed, chart checks
+	hack/test.sh
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for $(FUZZTIME)
+	@cd pkg/contract && for f in $$(go test -list 'Fuzz.*' . | grep ^Fuzz); do \
+		echo "== $$f"; GOWORK=off go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; done
+FUZZTIME ?= 60s
+
+TESTBEDCTL := $(BIN)/testbedctl
+$(TESTBEDCTL): FORCE
+	cd e2e && GOWORK=off go build -o $@ ./cmd/testbed
+
+.PHONY: tools
+tools: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
+
+.PHONY: bench
+bench: testbed-bins $(TESTBEDCTL) ## Benchmarks on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) ./bench/...'
+BENCHTIME ?= 2000x
+
+.PHONY: testbed-up
+testbed-up: testbed-bins $(TESTBEDCTL) ## Start the local testbed and print its KUBECONFIG
+	$(TESTBEDCTL) up
+
+.PHONY: testbed-down
+testbed-down: $(TESTBEDCTL) ## Stop the testbed; no process or port is left
+	$(TESTBEDCTL) down
+
+.PHONY: demo
+demo: build testbed-bins $(TESTBEDCTL) ## Start the testbed, run the controllers, apply examples/, show what happened
+	hack/demo.sh
+
+.PHONY: chart-verify
+chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## helm lint, render every toggle combination, server-side dry-run on the testbed
+	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl hack/chart-verify.sh
+

@@ -1,0 +1,286 @@
+{{/*
+Shared helpers. Every per-controller template ranges over the controllers and calls the
+helpers below with a context dict, so no template is written once per controller:
+
+  {{- range $name := include "jobset-addons.controllers" . | splitList " " }}
+  {{- $ctx := dict "root" $ "name" $name "values" (index $.Values $name) }}
+  {{- if $ctx.values.enabled }}
+  ...
+
+  $ctx.root    the chart's top-level context ($)
+  $ctx.name    controller name: volumeclaims, resourceclaims, sequencer or podgroups
+  $ctx.values  that controller's block of values
+*/}}
+
+{{/* The controllers, in the order they are rendered. */}}
+{{- define "jobset-addons.controllers" -}}
+volumeclaims resourceclaims sequencer podgroups
+{{- end }}
+
+{{/* "true" when at least one controller is enabled, "" otherwise. */}}
+{{- define "jobset-addons.anyEnabled" -}}
+{{- range $name := include "jobset-addons.controllers" . | splitList " " }}
+{{- if (index $.Values $name).enabled }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* Names, all derived from the controller name; the binaries' flag defaults agree. */}}
+{{- define "jobset-addons.fullname" -}}
+jobset-addons-{{ .name }}
+{{- end }}
+{{- define "jobset-addons.webhookServiceName" -}}
+{{ include "jobset-addons.fullname" . }}-webhook
+{{- end }}
+{{- define "jobset-addons.metricsServiceName" -}}
+{{ include "jobset-addons.fullname" . }}-metrics
+{{- end }}
+{{- define "jobset-addons.certSecretName" -}}
+{{ include "jobset-addons.fullname" . }}-webhook-cert
+{{- end }}
+{{- define "jobset-addons.certificateName" -}}
+{{ include "jobset-addons.fullname" . }}-webhook
+{{- end }}
+{{- define "jobset-addons.leaderElectionID" -}}
+{{ .name }}.jobset-addons.io
+{{- end }}
+{{/* One self-signed Issuer serves every controller (cert-manager mode). Takes the root context. */}}
+{{- define "jobset-addons.issuerName" -}}
+jobset-addons-selfsigned
+{{- end }}
+
+{{/* Where the webhook server reads tls.crt and tls.key. */}}
+{{- define "jobset-addons.certDir" -}}
+/tmp/k8s-webhook-server/serving-certs
+{{- end }}
+
+{{/* certManagement.mode, checked. Takes the root context. */}}
+{{- define "jobset-addons.certMode" -}}
+{{- $mode := .Values.certManagement.mode }}
+{{- if not (has $mode (list "self-signed" "cert-manager")) }}
+{{- fail (printf "certManagement.mode: %q is not self-signed or cert-manager" $mode) }}
+{{- end }}
+{{- $mode }}
+{{- end }}
+
+{{/* The binary's --cert-mode for the chart's certManagement.mode. Takes the root context. */}}
+{{- define "jobset-addons.binaryCertMode" -}}
+{{- if eq (include "jobset-addons.certMode" .) "cert-manager" }}external{{ else }}self-signed{{ end }}
+{{- end }}
+
+{{/* Labels on the chart's objects that belong to no single controller. Takes the root context. */}}
+{{- define "jobset-addons.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: jobset-addons
+{{- end }}
+
+{{/* Labels of a controller's objects. */}}
+{{- define "jobset-addons.labels" -}}
+{{ include "jobset-addons.commonLabels" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{/* Labels that select a controller's pods (immutable in a Deployment: never add a changing one). */}}
+{{- define "jobset-addons.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{/* Standard metadata of a controller's object: name, namespace when namespaced, labels. */}}
+{{- define "jobset-addons.metadata" -}}
+name: {{ get . "objectName" | default (include "jobset-addons.fullname" .) }}
+{{- if not (get . "clusterScoped") }}
+namespace: {{ .root.Release.Namespace }}
+{{- end }}
+labels:
+  {{- include "jobset-addons.labels" . | nindent 2 }}
+{{- end }}
+
+{{/* Checks across values the schema cannot express. Takes the root context. */}}
+{{- define "jobset-addons.validate" -}}
+{{- range $name := include "jobset-addons.controllers" . | splitList " " }}
+{{- $c := index $.Values $name }}
+{{- if and $c.enabled (gt (int $c.replicas) 1) (not $.Values.leaderElection.enabled) }}
+{{- fail (printf "%s.replicas is %d but leaderElection.enabled is false: replicas would reconcile at the same time" $name (int $c.replicas)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "jobset-addons.image" -}}
+{{ .values.image.repository }}:{{ .values.image.tag | default .root.Chart.AppVersion }}
+{{- end }}
+
+{{/* --feature-gates value, sorted by gate name; empty when no gate is set. */}}
+{{- define "jobset-addons.featureGates" -}}
+{{- $gates := list }}
+{{- range $gate := keys .values.featureGates | sortAlpha }}
+{{- $gates = append $gates (printf "%s=%t" $gate (index $.values.featureGates $gate)) }}
+{{- end }}
+{{- join "," $gates }}
+{{- end }}
+
+{{/* The controller's command-line arguments, as a YAML list. */}}
+{{- define "jobset-addons.args" -}}
+- --leader-elect={{ .root.Values.leaderElection.enabled }}
+- --leader-election-id={{ include "jobset-addons.leaderElectionID" . }}
+- --metrics-bind-address=:8080
+- --health-probe-bind-address=:8081
+- --webhook-port=9443
+- --cert-mode={{ include "jobset-addons.binaryCertMode" .root }}
+- --cert-dir={{ include "jobset-addons.certDir" . }}
+- --cert-secret-name={{ include "jobset-addons.certSecretName" . }}
+- --webhook-service-name={{ include "jobset-addons.webhookServiceName" . }}
+- --webhook-configuration-name={{ include "jobset-addons.fullname" . }}
+- --log-level={{ .values.logLevel }}
+- --log-format={{ .root.Values.logFormat }}
+{{- with include "jobset-addons.featureGates" . }}
+- --feature-gates={{ . }}
+{{- end }}
+{{- range .values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+RBAC.
+
+"jobset-addons.commonRules": what every controller needs at this stage, cluster-wide.
+"jobset-addons.rules": each controller's extra cluster-wide rules, keyed by controller name.
+A controller's ClusterRole is the common rules followed by its own. When a controller gains a
+feature that reads or writes another kind, add the rule here, in its entry only.
+Events are allowed in both the core and the events.k8s.io API (controller-runtime uses both);
+webhook configurations are updated by cert-controller, which injects the CA.
+*/}}
+{{- define "jobset-addons.commonRules" -}}
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["admissionregistration.k8s.io"]
+  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+{{- end }}
+
+{{- define "jobset-addons.rules" -}}
+volumeclaims:
+  - apiGroups: [""]
+    resources: ["persistentvolumeclaims"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list", "watch"]
+resourceclaims:
+  - apiGroups: ["resource.k8s.io"]
+    resources: ["resourceclaims"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: ["batch"]
+    resources: ["jobs"]
+    verbs: ["get", "list", "watch"]
+sequencer:
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list", "watch", "update", "patch"]
+  - apiGroups: ["batch"]
+    resources: ["jobs"]
+    verbs: ["get", "list", "watch"]
+podgroups:
+  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+    resources: ["podgroups"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: ["batch"]
+    resources: ["jobs"]
+    verbs: ["get", "list", "watch"]
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list", "watch"]
+{{- end }}
+
+{{/* A controller's ClusterRole rules: the common ones, then its own, as a YAML list. */}}
+{{- define "jobset-addons.clusterRules" -}}
+{{- $common := include "jobset-addons.commonRules" . | fromYamlArray }}
+{{- $own := get (include "jobset-addons.rules" . | fromYaml) .name | default list }}
+{{- toYaml (concat $common $own) }}
+{{- end }}
+
+{{/*
+Rules in the release namespace, as a YAML list: leader election (leases, events) and the Secret
+where cert-controller keeps the CA and serving certificate.
+*/}}
+{{- define "jobset-addons.namespaceRules" -}}
+{{- $rules := list
+  (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "get" "list" "watch" "create" "update" "patch" "delete"))
+  (dict "apiGroups" (list "" "events.k8s.io") "resources" (list "events") "verbs" (list "create" "patch"))
+  (dict "apiGroups" (list "") "resources" (list "secrets") "verbs" (list "get" "list" "watch" "create" "update" "patch")) }}
+{{- toYaml $rules }}
+{{- end }}
+
+{{/*
+Webhook configurations.
+
+"jobset-addons.webhookConfigurations" renders, for one controller, a
+MutatingWebhookConfiguration and/or a ValidatingWebhookConfiguration, both named
+jobset-addons-<name> (the binary's --webhook-configuration-name), from that controller's entry in
+"jobset-addons.webhooks" (templates/_webhooks.tpl). It renders nothing for a list that is empty.
+Each webhook gets the controller's webhook Service as clientConfig, failurePolicy Fail,
+sideEffects None and admissionReviewVersions [v1]; in cert-manager mode the configuration is
+annotated for cert-manager's CA injector, in self-signed mode the binary injects the CA itself.
+A binary must declare the same kinds (addon.Options MutatingWebhooks / ValidatingWebhooks) so
+that its cert-controller injects the CA into the configurations rendered here.
+*/}}
+{{- define "jobset-addons.webhookConfigurations" -}}
+{{- $ctx := . }}
+{{- $all := include "jobset-addons.webhooks" .root | fromYaml }}
+{{- $mine := get $all .name | default dict }}
+{{- range $kind := list "Mutating" "Validating" }}
+{{- $hooks := get $mine (lower $kind) | default list }}
+{{- if $hooks }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: {{ $kind }}WebhookConfiguration
+metadata:
+  {{- include "jobset-addons.metadata" (merge (dict "clusterScoped" true) $ctx) | nindent 2 }}
+  {{- if eq (include "jobset-addons.certMode" $ctx.root) "cert-manager" }}
+  annotations:
+    cert-manager.io/inject-ca-from: {{ $ctx.root.Release.Namespace }}/{{ include "jobset-addons.certificateName" $ctx }}
+  {{- end }}
+webhooks:
+{{- range $hook := $hooks }}
+  - name: {{ required "a webhook needs a name" (get $hook "name") }}
+    admissionReviewVersions: ["v1"]
+    clientConfig:
+      service:
+        name: {{ include "jobset-addons.webhookServiceName" $ctx }}
+        namespace: {{ $ctx.root.Release.Namespace }}
+        path: {{ required (printf "webhook %s needs a path" $hook.name) (get $hook "path") }}
+        port: 443
+    failurePolicy: Fail
+    sideEffects: None
+    matchPolicy: Equivalent
+    timeoutSeconds: {{ get $hook "timeoutSeconds" | default 10 }}
+    {{- if and (eq $kind "Mutating") (get $hook "reinvocationPolicy") }}
+    reinvocationPolicy: {{ get $hook "reinvocationPolicy" }}
+    {{- end }}
+    rules:
+      {{- toYaml (required (printf "webhook %s needs rules" $hook.name) (get $hook "rules")) | nindent 6 }}
+    {{- with get $hook "namespaceSelector" }}
+    namespaceSelector:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with get $hook "objectSelector" }}
+    objectSelector:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with get $hook "matchConditions" }}
+    matchConditions:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,79 @@
+// Command testbed starts and stops the local control plane the e2e suites and the demo run on.
+//
+//	testbed up      start it (or finish starting it) and print the KUBECONFIG path
+//	testbed down    stop every process of it and remove its state
+//	testbed env     print `export KUBECONFIG=...` for a shell
+//	testbed spawn NAME BIN [ARGS...]
+//	                start BIN in the background as part of the testbed (down stops it);
+//	                it logs to .testbed/procs/NAME.log
+//	testbed wait-http URL   wait up to 60 s for URL to answer 200
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cfg, err := testbed.DefaultConfig()
+	if err != nil {
+		fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s testbed: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	switch os.Args[1] {
+	case "up":
+		if err := testbed.Up(ctx, cfg, log); err != nil {
+			// Leave nothing half-started behind.
+			_ = testbed.Down(context.Background(), cfg, log)
+			fail(err)
+		}
+		fmt.Printf("KUBECONFIG=%s\n", cfg.Kubeconfig())
+	case "down":
+		if err := testbed.Down(ctx, cfg, log); err != nil {
+			fail(err)
+		}
+	case "env":
+		fmt.Printf("export KUBECONFIG=%s\n", cfg.Kubeconfig())
+	case "spawn":
+		if len(os.Args) < 4 {
+			usage()
+		}
+		logPath, err := testbed.StartProcess(cfg, os.Args[2], os.Args[3], os.Args[4:]...)
+		if err != nil {
+			fail(err)
+		}
+		log("Started %s; it logs to %s", os.Args[2], logPath)
+	case "wait-http":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		if err := testbed.WaitHTTP(ctx, os.Args[2], time.Minute); err != nil {
+			fail(err)
+		}
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|spawn NAME BIN [ARGS...]|wait-http URL")
+	os.Exit(2)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "testbed:", err)
+	os.Exit(1)
+}

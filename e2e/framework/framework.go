@@ -1,0 +1,105 @@
+// Package framework is what every e2e suite shares: the environment (the local testbed, one
+// given by KUBECONFIG, or kind), a typed client, and helpers that wait for real cluster state.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/support/kind"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
+
+// Scheme holds every type the suites read and write.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := jobsetv1alpha2.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// NewEnvironment returns the suite's environment:
+//   - KUBECONFIG set: that cluster, as it is (JobSet must be installed);
+//   - E2E_PROVIDER=kind: a kind cluster made for the suite (needs Docker);
+//   - otherwise the local testbed, started for the suite and stopped after it, unless it was
+//     already running (`make testbed-up`), in which case it is left running.
+func NewEnvironment() env.Environment {
+	cfg := envconf.New()
+	e := env.NewWithConfig(cfg)
+	if kc := os.Getenv("KUBECONFIG"); kc != "" {
+		cfg.WithKubeconfigFile(kc)
+		return e
+	}
+	if os.Getenv("E2E_PROVIDER") == "kind" {
+		name := envconf.RandomName("jobset-addons", 16)
+		e.Setup(envfuncs.CreateCluster(kind.NewProvider(), name))
+		e.Finish(envfuncs.DestroyCluster(name))
+		return e
+	}
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		panic(err)
+	}
+	log := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...) }
+	var started bool
+	e.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		if rc, err := tb.RESTConfig(); err == nil && ping(ctx, rc) {
+			log("Reusing the running testbed %s", tb.Kubeconfig())
+		} else {
+			started = true
+			if err := testbed.Up(ctx, tb, log); err != nil {
+				return ctx, err
+			}
+		}
+		cfg.WithKubeconfigFile(tb.Kubeconfig())
+		return ctx, nil
+	})
+	e.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		if !started || os.Getenv("TESTBED_KEEP") != "" {
+			return ctx, nil
+		}
+		return ctx, testbed.Down(ctx, tb, log)
+	})
+	return e
+}
+
+// Client returns a controller-runtime client for the environment's cluster.
+func Client(t *testing.T, cfg *envconf.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: Scheme})
+	if err != nil {
+		t.Fatalf("creating client: %v", err)
+	}
+	return c
+}
+
+// Eventually polls cond every 100ms until it returns true or timeout passes, and fails the
+// test with the last message cond gave.
+func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, msg, err := cond(ctx)
+		last = msg
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v (last seen: %s)", what, timeout, err, last)
+	}
+}

@@ -1,0 +1,52 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+)
+
+type namespaceKey struct{}
+
+// Namespace is a feature setup step: it creates a namespace of its own for the feature.
+func Namespace(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: envconf.RandomName("e2e", 12)}}
+	if err := Client(t, cfg).Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return context.WithValue(ctx, namespaceKey{}, ns.Name)
+}
+
+// NamespaceFrom returns the namespace Namespace made.
+func NamespaceFrom(ctx context.Context) string {
+	ns, _ := ctx.Value(namespaceKey{}).(string)
+	return ns
+}
+
+// DeleteNamespace is a feature teardown step for the namespace Namespace made.
+func DeleteNamespace(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: NamespaceFrom(ctx)}}
+	if err := Client(t, cfg).Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		t.Errorf("deleting namespace %s: %v", ns.Name, err)
+	}
+	return ctx
+}
+
+// WaitPodRunning waits until pod runs, and leaves its latest state in pod.
+func WaitPodRunning(ctx context.Context, t *testing.T, c client.Client, pod *corev1.Pod) {
+	t.Helper()
+	Eventually(ctx, t, time.Minute, fmt.Sprintf("pod %s Running", pod.Name), func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error(), nil
+		}
+		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s, conditions %+v", pod.Status.Phase, pod.Status.Conditions), nil
+	})
+}

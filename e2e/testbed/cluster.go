@@ -1,0 +1,298 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	heartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+	"sigs.k8s.io/yaml"
+)
+
+// FailAnnotationKey on a Job's pod template makes its pods fail (exit code 1) instead of
+// succeeding, after the same delay.
+const FailAnnotationKey = "testbed.jobset-addons.io/fail"
+
+// DelayAnnotationKey is kwok's own: a duration ("30s") for which a Job's pod runs.
+const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+// kwokctlConfig is the configuration of the kwokctl cluster: every binary from bin/testbed,
+// every port pinned on 127.0.0.1, and kwok's stages with a pod run time.
+func kwokctlConfig(c Config) ([]byte, error) {
+	p := c.Ports()
+	cfg := map[string]any{
+		"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+		"kind":       "KwokctlConfiguration",
+		"options": map[string]any{
+			"runtime":                     "binary",
+			"bindAddress":                 "127.0.0.1",
+			"kubeApiserverPort":           p.APIServer,
+			"etcdPort":                    p.Etcd,
+			"etcdPeerPort":                p.EtcdPeer,
+			"kubeControllerManagerPort":   p.ControllerManager,
+			"kubeSchedulerPort":           p.Scheduler,
+			"kwokControllerPort":          p.Kwok,
+			"disableQPSLimits":            true,
+			"kubeAuthorization":           true,
+			"kubeApiserverBinary":         c.Bin("kube-apiserver"),
+			"kubeControllerManagerBinary": c.Bin("kube-controller-manager"),
+			"kubeSchedulerBinary":         c.Bin("kube-scheduler"),
+			"kubectlBinary":               c.Bin("kubectl"),
+			"etcdBinary":                  c.Bin("etcd"),
+			"kwokControllerBinary":        c.Bin("kwok"),
+		},
+		"componentsPatches": []any{map[string]any{
+			"name":      "kube-controller-manager",
+			"extraArgs": []any{map[string]any{"key": "enable-hostpath-provisioner", "value": "true"}},
+		}},
+	}
+	docs := []any{cfg}
+	stages, err := kwokStages(c.PodDuration)
+	if err != nil {
+		return nil, err
+	}
+	docs = append(docs, stages...)
+	var out []byte
+	for _, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	return out, nil
+}
+
+// kwokStages are kwok's own fast stages, but a Job's pod runs for podDuration (or its
+// annotation's delay) before it completes, and fails instead when FailAnnotationKey is "true".
+func kwokStages(podDuration time.Duration) ([]any, error) {
+	var stages []any
+	for _, raw := range []string{nodefast.DefaultNodeInit, heartbeat.DefaultNodeHeartbeatWithLease, podfast.DefaultPodReady, podfast.DefaultPodDelete} {
+		var s map[string]any
+		if err := yaml.Unmarshal([]byte(raw), &s); err != nil {
+			return nil, fmt.Errorf("kwok stage: %w", err)
+		}
+		stages = append(stages, s)
+	}
+	complete := func(name, failValue string, status map[string]string) (map[string]any, error) {
+		var s map[string]any
+		if err := yaml.Unmarshal([]byte(podfast.DefaultPodComplete), &s); err != nil {
+			return nil, fmt.Errorf("kwok stage: %w", err)
+		}
+		s["metadata"] = map[string]any{"name": name}
+		spec := s["spec"].(map[string]any)
+		sel := spec["selector"].(map[string]any)
+		expr := map[string]any{"key": `.metadata.annotations["` + FailAnnotationKey + `"]`, "operator": "DoesNotExist"}
+		if failValue != "" {
+			expr = map[string]any{"key": `.metadata.annotations["` + FailAnnotationKey + `"]`, "operator": "In", "values": []any{failValue}}
+		}
+		sel["matchExpressions"] = append(sel["matchExpressions"].([]any), expr)
+		spec["delay"] = map[string]any{
+			"durationMilliseconds": podDuration.Milliseconds(),
+			"durationFrom":         map[string]any{"expressionFrom": `.metadata.annotations["` + DelayAnnotationKey + `"]`},
+		}
+		next := spec["next"].(map[string]any)
+		tmpl := next["statusTemplate"].(string)
+		for from, to := range status {
+			if !strings.Contains(tmpl, from) {
+				return nil, fmt.Errorf("kwok's pod-complete stage changed: %q not found", from)
+			}
+			tmpl = strings.ReplaceAll(tmpl, from, to)
+		}
+		next["statusTemplate"] = tmpl
+		return s, nil
+	}
+	ok, err := complete("pod-complete", "", nil)
+	if err != nil {
+		return nil, err
+	}
+	fail, err := complete("pod-fail", "true", map[string]string{
+		"exitCode: 0": "exitCode: 1", "reason: Completed": "reason: Error", "phase: Succeeded": "phase: Failed",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(stages, ok, fail), nil
+}
+
+func startCluster(ctx context.Context, c Config, log func(string, ...any)) error {
+	if healthy(ctx, c) {
+		log("Cluster %s is already running", c.Name)
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(c.kwokDir(), "clusters", c.Name)); err == nil {
+		log("Removing the stopped cluster %s", c.Name)
+		if err := stopCluster(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, port := range c.Ports().All() {
+		if !portFree(port) {
+			return fmt.Errorf("port %d on 127.0.0.1 is in use: stop what holds it or set TESTBED_PORT_BASE", port)
+		}
+	}
+	cfg, err := kwokctlConfig(c)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(c.WorkDir, "kwokctl.yaml")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return err
+	}
+	return run(ctx, c, "kwokctl", "create", "cluster", "--name", c.Name, "--runtime", "binary",
+		"--config", cfgPath, "--kubeconfig", c.Kubeconfig(), "--wait", "2m")
+}
+
+func stopCluster(ctx context.Context, c Config) error {
+	if _, err := os.Stat(filepath.Join(c.kwokDir(), "clusters", c.Name)); err != nil {
+		return nil
+	}
+	return run(ctx, c, "kwokctl", "delete", "cluster", "--name", c.Name, "--kubeconfig", c.Kubeconfig())
+}
+
+// healthy says whether the testbed's apiserver answers /readyz.
+func healthy(ctx context.Context, c Config) bool {
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return false
+	}
+	rc.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return false
+	}
+	_, err = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err == nil
+}
+
+// addNodes creates the fake nodes kwok manages. Their allocatable is what the scheduler
+// sees; kwok keeps it.
+func addNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := range n {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		res := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("32"),
+			corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok"},
+			},
+			Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addStorageClass makes `standard` the default class, provisioned by the controller-manager's
+// hostpath provisioner.
+func addStorageClass(ctx context.Context, cs kubernetes.Interface) error {
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "standard",
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:       "kubernetes.io/host-path",
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating StorageClass standard: %w", err)
+	}
+	return nil
+}
+
+func waitNodesReady(ctx context.Context, cs kubernetes.Interface, n int) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, node := range nodes.Items {
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d Ready nodes: %w", n, err)
+	}
+	return nil
+}
+
+// removeHostPathVolumes deletes the directories of this cluster's hostpath volumes: the
+// provisioner writes them under /tmp/hostpath_pv and nothing else removes them.
+func removeHostPathVolumes(ctx context.Context, c Config, log func(string, ...any)) {
+	if !healthy(ctx, c) {
+		return
+	}
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return
+	}
+	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs.Items {
+		if hp := pv.Spec.HostPath; hp != nil && strings.HasPrefix(filepath.Clean(hp.Path), "/tmp/hostpath_pv/") {
+			if err := os.RemoveAll(hp.Path); err != nil {
+				log("Could not remove %s: %v", hp.Path, err)
+			}
+		}
+	}
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+func waitPortsFree(ctx context.Context, ports []int) error {
+	var busy []int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		busy = busy[:0]
+		for _, p := range ports {
+			if !portFree(p) {
+				busy = append(busy, p)
+			}
+		}
+		return len(busy) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("ports still listening after teardown: %v", busy)
+	}
+	return nil
+}

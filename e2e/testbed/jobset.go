@@ -1,0 +1,241 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// startJobSet runs the upstream JobSet controller as a local process whose webhooks the
+// apiserver reaches at https://127.0.0.1, with a certificate signed by a CA made here.
+func startJobSet(ctx context.Context, c Config, rc *rest.Config, log func(string, ...any)) error {
+	dir := c.jobsetDir()
+	p := c.Ports()
+	if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "-f", c.Bin("jobset-crd.yaml")); err != nil {
+		return err
+	}
+	if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "wait", "--for=condition=Established", "--timeout=60s", "crd/jobsets.jobset.x-k8s.io"); err != nil {
+		return err
+	}
+	if jobsetReady(ctx, p.JobSetHealth) {
+		log("JobSet controller is already running")
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		certDir := filepath.Join(dir, "certs")
+		if _, err := ServingCert(certDir); err != nil {
+			return fmt.Errorf("making JobSet's webhook certificate: %w", err)
+		}
+		cfg := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+leaderElection:
+  leaderElect: false
+clientConnection:
+  qps: 500
+  burst: 500
+`, p.JobSetWebhook, certDir, p.JobSetHealth)
+		cfgPath := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			return err
+		}
+		logPath, err := StartProcess(c, "jobset", c.Bin("jobset"), "--config", cfgPath, "--kubeconfig", c.Kubeconfig())
+		if err != nil {
+			return err
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			return jobsetReady(ctx, p.JobSetHealth), nil
+		})
+		if err != nil {
+			return fmt.Errorf("the JobSet controller did not become ready; see %s", logPath)
+		}
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "certs", "ca.crt"))
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := registerJobSetWebhooks(ctx, c, cs, caPEM); err != nil {
+		return err
+	}
+	return waitJobSetWebhooks(ctx, rc)
+}
+
+func jobsetReady(ctx context.Context, healthPort int) bool {
+	return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+}
+
+func httpOK(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// WaitHTTP waits until url answers 200.
+func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, url), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s did not answer 200 within %s", url, timeout)
+	}
+	return nil
+}
+
+// registerJobSetWebhooks installs JobSet's own webhook configurations, with the URL of the
+// local process in place of the in-cluster Service, and the Pod webhooks scoped to JobSet
+// pods as JobSet's kustomize patches scope them.
+func registerJobSetWebhooks(ctx context.Context, c Config, cs kubernetes.Interface, caPEM []byte) error {
+	raw, err := os.ReadFile(c.Bin("jobset-webhooks.yaml"))
+	if err != nil {
+		return err
+	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", c.Ports().JobSetWebhook)
+	scope := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists,
+	}}}
+	clientConfig := func(cc *admissionv1.WebhookClientConfig) {
+		path := ""
+		if cc.Service != nil && cc.Service.Path != nil {
+			path = *cc.Service.Path
+		}
+		cc.Service = nil
+		cc.URL = ptr.To(base + path)
+		cc.CABundle = caPEM
+	}
+	isPods := func(rules []admissionv1.RuleWithOperations) bool {
+		for _, r := range rules {
+			for _, res := range r.Resources {
+				if res == "pods" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, doc := range bytes.Split(raw, []byte("\n---")) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return err
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			var m admissionv1.MutatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+				return err
+			}
+			m.Name = "jobset-mutating-webhook-configuration"
+			for i := range m.Webhooks {
+				clientConfig(&m.Webhooks[i].ClientConfig)
+				if isPods(m.Webhooks[i].Rules) {
+					m.Webhooks[i].ObjectSelector = scope
+				}
+			}
+			if err := upsert(ctx, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), &m); err != nil {
+				return err
+			}
+		case "ValidatingWebhookConfiguration":
+			var v admissionv1.ValidatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+				return err
+			}
+			v.Name = "jobset-validating-webhook-configuration"
+			for i := range v.Webhooks {
+				clientConfig(&v.Webhooks[i].ClientConfig)
+				if isPods(v.Webhooks[i].Rules) {
+					v.Webhooks[i].ObjectSelector = scope
+				}
+			}
+			if err := upsert(ctx, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), &v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type object interface {
+	GetName() string
+	GetResourceVersion() string
+	SetResourceVersion(string)
+}
+
+type getCreateUpdater[T object] interface {
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces the object of that name.
+func upsert[T object](ctx context.Context, c getCreateUpdater[T], obj T) error {
+	cur, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	case err == nil:
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("applying %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// waitJobSetWebhooks returns once the apiserver reaches JobSet's webhooks: a server-side dry
+// run of a JobSet create passes through both of them.
+func waitJobSetWebhooks(ctx context.Context, rc *rest.Config) error {
+	body := []byte(`{"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"probe","namespace":"default"},
+"spec":{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"template":{"spec":{"restartPolicy":"Never",
+"containers":[{"name":"c","image":"busybox"}]}}}}}]}}`)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = cs.RESTClient().Post().AbsPath("/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets").
+			Param("dryRun", "All").SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("JobSet's webhooks do not answer: %w", errors.Join(err, last))
+	}
+	return nil
+}

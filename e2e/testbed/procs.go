@@ -1,0 +1,95 @@
+package testbed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func (c Config) procsDir() string { return filepath.Join(c.WorkDir, "procs") }
+
+// StartProcess starts a long-running process that belongs to the testbed (the JobSet
+// controller; the add-on controllers of the demo) in a session of its own, so that it
+// outlives the command that started it, logs to WorkDir/procs/NAME.log, and Down stops it.
+func StartProcess(c Config, name, bin string, args ...string) (logPath string, err error) {
+	dir := c.procsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := stopProcess(c, name); err != nil {
+		return "", err
+	}
+	logPath = filepath.Join(dir, name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = c.env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return "", err
+	}
+	_ = cmd.Process.Release()
+	return logPath, nil
+}
+
+// stopProcesses stops every process StartProcess started.
+func stopProcesses(c Config) error {
+	pids, _ := filepath.Glob(filepath.Join(c.procsDir(), "*.pid"))
+	var errs []error
+	for _, p := range pids {
+		errs = append(errs, stopProcess(c, strings.TrimSuffix(filepath.Base(p), ".pid")))
+	}
+	return errors.Join(errs...)
+}
+
+// stopProcess sends SIGTERM to the process group of name, then SIGKILL after 10 s.
+func stopProcess(c Config, name string) error {
+	pidFile := filepath.Join(c.procsDir(), name+".pid")
+	b, err := os.ReadFile(pidFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", pidFile, err)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && alive(pid) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	return os.Remove(pidFile)
+}
+
+// alive says whether pid runs; a zombie (exited, not yet reaped by its parent) does not.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
+}

@@ -1,0 +1,222 @@
+// Package testbed runs a real Kubernetes control plane on this machine without Docker: etcd,
+// kube-apiserver, kube-controller-manager (with the hostpath provisioner) and kube-scheduler
+// built from Go modules, kwok's fake nodes whose pods run and complete, and the upstream JobSet
+// controller with its webhooks. kwokctl (runtime "binary") runs the control plane; this package
+// adds the nodes, the default StorageClass and JobSet.
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config describes one testbed.
+type Config struct {
+	// Root of the repository: binaries are read from Root/bin/testbed.
+	Root string
+	// Name of the kwokctl cluster.
+	Name string
+	// WorkDir holds the kubeconfig, kwokctl's state, JobSet's certificates and logs.
+	WorkDir string
+	// Nodes is the number of fake nodes.
+	Nodes int
+	// PodDuration is how long a Job's pod runs before it succeeds, unless its annotation
+	// pod-complete.stage.kwok.x-k8s.io/delay says otherwise.
+	PodDuration time.Duration
+	// PortBase: every port of the testbed is PortBase plus a fixed offset, on 127.0.0.1.
+	PortBase int
+}
+
+// Ports of the testbed, all on 127.0.0.1.
+type Ports struct {
+	APIServer, Etcd, EtcdPeer, ControllerManager, Scheduler, Kwok, JobSetWebhook, JobSetHealth int
+}
+
+// Ports derives every port from PortBase: kwokctl hands out ports of its own for any it is
+// not given, and can hand the same one to two components.
+func (c Config) Ports() Ports {
+	b := c.PortBase
+	return Ports{
+		APIServer: b + 443, Etcd: b + 379, EtcdPeer: b + 380, ControllerManager: b + 257,
+		Scheduler: b + 259, Kwok: b + 247, JobSetWebhook: b + 450, JobSetHealth: b + 451,
+	}
+}
+
+// All lists every port, for the check that teardown left none listening.
+func (p Ports) All() []int {
+	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth}
+}
+
+// DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_NODES,
+// TESTBED_POD_DURATION and TESTBED_PORT_BASE override the defaults.
+func DefaultConfig() (Config, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		Root:        root,
+		Name:        envOr("TESTBED_NAME", "jobset-addons"),
+		WorkDir:     envOr("TESTBED_DIR", filepath.Join(root, ".testbed")),
+		Nodes:       4,
+		PodDuration: time.Second,
+		PortBase:    31000,
+	}
+	if v := os.Getenv("TESTBED_NODES"); v != "" {
+		if c.Nodes, err = strconv.Atoi(v); err != nil || c.Nodes < 1 {
+			return c, fmt.Errorf("TESTBED_NODES=%q: want a positive number", v)
+		}
+	}
+	if v := os.Getenv("TESTBED_POD_DURATION"); v != "" {
+		if c.PodDuration, err = time.ParseDuration(v); err != nil {
+			return c, fmt.Errorf("TESTBED_POD_DURATION=%q: %w", v, err)
+		}
+	}
+	if v := os.Getenv("TESTBED_PORT_BASE"); v != "" {
+		if c.PortBase, err = strconv.Atoi(v); err != nil || c.PortBase < 1024 || c.PortBase > 65000 {
+			return c, fmt.Errorf("TESTBED_PORT_BASE=%q: want a number in [1024, 65000]", v)
+		}
+	}
+	return c, nil
+}
+
+// RepoRoot walks up from the working directory to the directory holding go.work.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.work above the working directory: run from inside the repository")
+		}
+		dir = parent
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// BinDir is where `make testbed-bins` links every binary and manifest.
+func (c Config) BinDir() string { return filepath.Join(c.Root, "bin", "testbed") }
+
+// Bin is the path of one testbed binary or manifest.
+func (c Config) Bin(name string) string { return filepath.Join(c.BinDir(), name) }
+
+// Kubeconfig is the path of the testbed's admin kubeconfig.
+func (c Config) Kubeconfig() string { return filepath.Join(c.WorkDir, "kubeconfig") }
+
+func (c Config) kwokDir() string   { return filepath.Join(c.WorkDir, "kwok") }
+func (c Config) jobsetDir() string { return filepath.Join(c.WorkDir, "jobset") }
+
+// RESTConfig loads the testbed's kubeconfig.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
+	}
+	rc.QPS, rc.Burst = -1, 0 // the testbed's apiserver has no limits either
+	return rc, nil
+}
+
+// Up starts the testbed, or finishes starting one that is partly up, and returns once the
+// nodes are Ready and JobSet's webhooks answer.
+func Up(ctx context.Context, c Config, log func(string, ...any)) error {
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok", "kwokctl", "jobset", "jobset-crd.yaml", "jobset-webhooks.yaml"} {
+		if _, err := os.Stat(c.Bin(b)); err != nil {
+			return fmt.Errorf("%s is missing: run `make testbed-bins` first", c.Bin(b))
+		}
+	}
+	if err := os.MkdirAll(c.WorkDir, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := startCluster(ctx, c, log); err != nil {
+		return err
+	}
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := addNodes(ctx, cs, c.Nodes); err != nil {
+		return err
+	}
+	if err := addStorageClass(ctx, cs); err != nil {
+		return err
+	}
+	log("Control plane up in %s", time.Since(start).Round(time.Millisecond))
+	if err := startJobSet(ctx, c, rc, log); err != nil {
+		return err
+	}
+	if err := waitNodesReady(ctx, cs, c.Nodes); err != nil {
+		return err
+	}
+	log("Testbed ready in %s: %d nodes Ready, JobSet webhooks answering", time.Since(start).Round(time.Millisecond), c.Nodes)
+	return nil
+}
+
+// Down stops every process of the testbed and removes its state and its volumes' directories.
+// It is safe to call on a testbed that is partly up or already down.
+func Down(ctx context.Context, c Config, log func(string, ...any)) error {
+	var errs []error
+	removeHostPathVolumes(ctx, c, log)
+	if err := stopProcesses(c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := stopCluster(ctx, c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := waitPortsFree(ctx, c.Ports().All()); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		_ = os.RemoveAll(c.kwokDir())
+		_ = os.RemoveAll(c.jobsetDir())
+		_ = os.Remove(c.Kubeconfig())
+		log("Testbed %s is down; no testbed port is listening", c.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// run runs a testbed binary with kwokctl's environment, returning its combined output on error.
+func run(ctx context.Context, c Config, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, c.Bin(name), args...)
+	cmd.Env = c.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// env puts bin/testbed first in PATH (kwokctl runs the first kubectl it finds) and keeps
+// kwokctl's state inside the work directory.
+func (c Config) env() []string {
+	return append(os.Environ(),
+		"PATH="+c.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KWOK_WORKDIR="+c.kwokDir(),
+	)
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# make test: everything CI runs, on one testbed started for the run and always stopped after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "==> $* ($(( $(date +%s) - start ))s)"; }
+
+step "make verify"
+make --no-print-directory verify
+step "make build tools"
+make --no-print-directory build tools
+step "make unit"
+make --no-print-directory unit
+
+step "make testbed-up"
+trap 'step "make testbed-down"; make --no-print-directory testbed-down' EXIT
+make --no-print-directory testbed-up
+export KUBECONFIG=$PWD/.testbed/kubeconfig
+
+step "make e2e"
+make --no-print-directory e2e
+step "make chart-verify"
+make --no-print-directory chart-verify
+
+step "make test: all green in $(( $(date +%s) - start ))s"

@@ -1,0 +1,104 @@
+package addon
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
+)
+
+// CertMode says where the webhook serving certificate comes from.
+type CertMode string
+
+const (
+	// CertModeSelfSigned: open-policy-agent/cert-controller creates a CA and a serving
+	// certificate in a Secret, rotates them, and injects the CA into the webhook configurations.
+	CertModeSelfSigned CertMode = "self-signed"
+	// CertModeExternal: tls.crt and tls.key are mounted into --cert-dir by someone else
+	// (cert-manager, or the testbed), and the webhook configurations carry their CA already.
+	CertModeExternal CertMode = "external"
+)
+
+// Config holds every flag of the shared runtime.
+type Config struct {
+	MetricsAddr string
+	HealthAddr  string
+
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+
+	QPS   float32
+	Burst int
+
+	LogLevel  string
+	LogFormat string
+
+	WebhookHost       string
+	WebhookPort       int
+	CertDir           string
+	CertMode          CertMode
+	CertSecretName    string
+	WebhookService    string
+	WebhookConfigName string
+	Namespace         string
+}
+
+// bindFlags registers the shared flags on fs, with defaults derived from the controller name.
+func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.MutableFeatureGate) {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "jobset-addons-system"
+	}
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus /metrics endpoint; "0" turns it off`)
+	fs.StringVar(&c.HealthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
+
+	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time")
+	fs.StringVar(&c.LeaderElectionID, "leader-election-id", name+".jobset-addons.io", "Name of the Lease used for leader election")
+	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", ns, "Namespace of the leader election Lease")
+	fs.DurationVar(&c.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a non-leader waits before it tries to take the lease")
+	fs.DurationVar(&c.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up leadership")
+	fs.DurationVar(&c.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How long clients wait between leader election attempts")
+
+	fs.Float32Var(&c.QPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server")
+	fs.IntVar(&c.Burst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server")
+
+	fs.StringVar(&c.LogLevel, "log-level", "info", "Log level: debug, info, error, or a verbosity number (0 = info, higher = more)")
+	fs.StringVar(&c.LogFormat, "log-format", "json", "Log format: json or console")
+
+	fs.StringVar(&c.WebhookHost, "webhook-host", "", "Address the webhook server listens on (empty = all)")
+	fs.IntVar(&c.WebhookPort, "webhook-port", 9443, "Port of the webhook server")
+	fs.StringVar(&c.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key for the webhook server: the certificate Secret's volume mount, in both cert modes")
+	fs.StringVar((*string)(&c.CertMode), "cert-mode", string(CertModeSelfSigned), "Where webhook certificates come from: self-signed (cert-controller) or external (mounted in --cert-dir)")
+	fs.StringVar(&c.CertSecretName, "cert-secret-name", "jobset-addons-"+name+"-webhook-cert", "Secret where cert-controller keeps the self-signed certificates")
+	fs.StringVar(&c.WebhookService, "webhook-service-name", "jobset-addons-"+name+"-webhook", "Service in front of the webhook server (the certificate's DNS name)")
+	fs.StringVar(&c.WebhookConfigName, "webhook-configuration-name", "jobset-addons-"+name, "Name shared by the Mutating and ValidatingWebhookConfigurations whose CA is injected")
+	fs.StringVar(&c.Namespace, "namespace", ns, "Namespace the controller runs in (defaults to $POD_NAMESPACE)")
+
+	gates.AddFlag(fs)
+}
+
+func (c *Config) validate() error {
+	switch c.CertMode {
+	case CertModeSelfSigned, CertModeExternal:
+	default:
+		return fmt.Errorf("--cert-mode: %q is not one of %q, %q", c.CertMode, CertModeSelfSigned, CertModeExternal)
+	}
+	switch c.LogFormat {
+	case "json", "console":
+	default:
+		return fmt.Errorf("--log-format: %q is not one of \"json\", \"console\"", c.LogFormat)
+	}
+	if c.QPS <= 0 || c.Burst <= 0 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if c.LeaderElect && c.LeaderElectionNamespace == "" {
+		return fmt.Errorf("--leader-election-namespace must be set when --leader-elect is on")
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package addon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// Options is what a controller binary declares about itself.
+type Options struct {
+	// Name of the controller ("volumeclaims"): it names the lease, the certificate secret,
+	// the webhook Service and configurations, unless flags say otherwise.
+	Name string
+	// AddToScheme registers the API types the controller reads and writes beyond client-go's.
+	AddToScheme []func(*runtime.Scheme) error
+	// FeatureGates the controller understands; --feature-gates switches them.
+	FeatureGates map[featuregate.Feature]featuregate.FeatureSpec
+	// Cache scopes informers per type (label selectors, namespaces), so that memory grows
+	// with the objects the add-on manages, not with the cluster.
+	Cache map[client.Object]cache.ByObject
+	// MutatingWebhooks and ValidatingWebhooks say which webhook configurations the binary
+	// serves; with either set, Setup runs only once the serving certificate is ready.
+	MutatingWebhooks, ValidatingWebhooks bool
+	// Setup registers controllers and webhooks. It runs once certificates are ready.
+	Setup func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error
+}
+
+func (o Options) webhooks() bool { return o.MutatingWebhooks || o.ValidatingWebhooks }
+
+// Main runs the controller until SIGTERM or SIGINT and exits the process.
+func Main(opts Options) {
+	if err := Run(ctrl.SetupSignalHandler(), opts, os.Args[1:], nil); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", opts.Name, err)
+		os.Exit(1)
+	}
+}
+
+// Run parses args, builds the manager and runs it until ctx is done. restCfg, when nil, comes
+// from --kubeconfig, $KUBECONFIG or the in-cluster configuration.
+func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config) error {
+	var cfg Config
+	gates := featuregate.NewFeatureGate()
+	if err := gates.Add(opts.FeatureGates); err != nil {
+		return fmt.Errorf("registering feature gates: %w", err)
+	}
+	fs := pflag.NewFlagSet(opts.Name, pflag.ContinueOnError)
+	cfg.bindFlags(fs, opts.Name, gates)
+	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; empty = $KUBECONFIG or in-cluster")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	log = log.WithName(opts.Name)
+
+	if restCfg == nil {
+		if restCfg, err = loadRESTConfig(*kubeconfig); err != nil {
+			return err
+		}
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
+	restCfg.UserAgent = "jobset-addons-" + opts.Name
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	for _, add := range opts.AddToScheme {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("building scheme: %w", err)
+		}
+	}
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:        cfg.HealthAddr,
+		LeaderElection:                cfg.LeaderElect,
+		LeaderElectionID:              cfg.LeaderElectionID,
+		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &cfg.LeaseDuration,
+		RenewDeadline:                 &cfg.RenewDeadline,
+		RetryPeriod:                   &cfg.RetryPeriod,
+		Cache: cache.Options{
+			ByObject:         opts.Cache,
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    cfg.WebhookHost,
+			Port:    cfg.WebhookPort,
+			CertDir: cfg.CertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	certsReady, err := setupCertificates(mgr, opts, cfg)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// The webhook server joins the manager only once the certificate exists: controller-runtime
+	// adds it on the first GetWebhookServer call, and it cannot start without tls.crt.
+	var webhookStarted atomic.Pointer[healthz.Checker]
+	if err := mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
+		select {
+		case <-certsReady:
+		default:
+			return errors.New("webhook certificates are not ready")
+		}
+		if !opts.webhooks() {
+			return nil
+		}
+		started := webhookStarted.Load()
+		if started == nil {
+			return errors.New("webhook server is not started")
+		}
+		return (*started)(req)
+	}); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	setupErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-certsReady:
+		}
+		if opts.webhooks() {
+			started := mgr.GetWebhookServer().StartedChecker()
+			webhookStarted.Store(&started)
+		}
+		if opts.Setup != nil {
+			if err := opts.Setup(ctx, mgr, gates); err != nil {
+				setupErr <- fmt.Errorf("setting up controllers and webhooks: %w", err)
+				cancel()
+				return
+			}
+		}
+		log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates))
+	}()
+
+	log.Info("Starting manager", "leaderElection", cfg.LeaderElect, "leaseID", cfg.LeaderElectionID)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	select {
+	case err := <-setupErr:
+		return err
+	default:
+	}
+	log.Info("Stopped")
+	return nil
+}
+
+// setupCertificates returns a channel closed once the webhook server may serve.
+func setupCertificates(mgr ctrl.Manager, opts Options, cfg Config) (<-chan struct{}, error) {
+	ready := make(chan struct{})
+	if !opts.webhooks() || cfg.CertMode == CertModeExternal {
+		close(ready)
+		return ready, nil
+	}
+	var hooks []rotator.WebhookInfo
+	if opts.MutatingWebhooks {
+		hooks = append(hooks, rotator.WebhookInfo{Name: cfg.WebhookConfigName, Type: rotator.Mutating})
+	}
+	if opts.ValidatingWebhooks {
+		hooks = append(hooks, rotator.WebhookInfo{Name: cfg.WebhookConfigName, Type: rotator.Validating})
+	}
+	svc := fmt.Sprintf("%s.%s.svc", cfg.WebhookService, cfg.Namespace)
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: cfg.Namespace, Name: cfg.CertSecretName},
+		CertDir:        cfg.CertDir,
+		CAName:         "jobset-addons-" + opts.Name + "-ca",
+		CAOrganization: "jobset-addons",
+		DNSName:        svc,
+		ExtraDNSNames:  []string{svc + ".cluster.local"},
+		IsReady:        ready,
+		Webhooks:       hooks,
+		// Every replica needs the certificate to serve webhooks, leader or not.
+		RequireLeaderElection: false,
+		EnableReadinessCheck:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding certificate rotator: %w", err)
+	}
+	return ready, nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return c, nil
+}
+
+func enabledGates(gates featuregate.FeatureGate, known map[featuregate.Feature]featuregate.FeatureSpec) map[string]bool {
+	out := make(map[string]bool, len(known))
+	for f := range known {
+		out[string(f)] = gates.Enabled(f)
+	}
+	return out
+}

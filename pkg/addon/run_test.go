@@ -1,0 +1,30 @@
+package addon
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRunRefusesBadFlags(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"cert mode":     {args: []string{"--cert-mode=vault"}, wantErr: "--cert-mode"},
+		"log format":    {args: []string{"--log-format=xml"}, wantErr: "--log-format"},
+		"log level":     {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+		"qps":           {args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
+		"unknown flag":  {args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
+		"unknown gate":  {args: []string{"--feature-gates=NoSuchGate=true"}, wantErr: "NoSuchGate"},
+		"lease without": {args: []string{"--leader-election-namespace="}, wantErr: "--leader-election-namespace"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := Run(context.Background(), Options{Name: "test"}, tc.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Run(%v) = %v, want an error naming %s", tc.args, err, tc.wantErr)
+			}
+		})
+	}
+}

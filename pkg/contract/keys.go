@@ -1,0 +1,181 @@
+// Package contract is the only thing the jobset-addons controllers share: the labels,
+// annotations and scheduling gate they put on JobSets, Jobs, Pods and the objects they create,
+// the value types of the structured annotations with their strict parsers, the name builders
+// of created objects, and Stages, which turns sequencing annotations into ordered stages.
+//
+// It is a leaf module: it imports only the standard library, k8s.io/api, k8s.io/apimachinery,
+// sigs.k8s.io/yaml and sigs.k8s.io/json, so that any controller, webhook or test can import it
+// cheaply. A controller never re-derives a key or a name: it uses the constants and functions
+// here. README.md in this directory lists every rule of the contract as a table.
+package contract
+
+import batchv1 "k8s.io/api/batch/v1"
+
+// Domain is the DNS domain under which every key of jobset-addons lives. Each controller owns the
+// subdomain of its name (volumeclaims.jobset-addons.io, resourceclaims.jobset-addons.io, ...).
+const Domain = "jobset-addons.io"
+
+// EnabledValue is the value of every jobset-addons label or annotation that acts as a flag:
+// the scope labels that webhook objectSelectors match on and the admission marker.
+const EnabledValue = "true"
+
+// Ownership.
+const (
+	// ManagedByLabelKey is the Kubernetes recommended label on every object an add-on creates
+	// (PVCs, ResourceClaims, PodGroups). Written by the controller that creates the object, with
+	// that controller's ...ManagedByValue. An add-on deletes only objects carrying its own value,
+	// never a user's object that happens to have the same name.
+	ManagedByLabelKey = "app.kubernetes.io/managed-by"
+
+	// VolumeClaimsManagedByValue is the ManagedByLabelKey value of PVCs created by volumeclaims.
+	VolumeClaimsManagedByValue = "volumeclaims." + Domain
+	// ResourceClaimsManagedByValue is the ManagedByLabelKey value of ResourceClaims created by
+	// resourceclaims.
+	ResourceClaimsManagedByValue = "resourceclaims." + Domain
+	// SequencerManagedByValue is the ManagedByLabelKey value of anything created by the sequencer.
+	SequencerManagedByValue = "sequencer." + Domain
+	// PodGroupsManagedByValue is the ManagedByLabelKey value of PodGroups created by podgroups.
+	PodGroupsManagedByValue = "podgroups." + Domain
+)
+
+// Upstream keys. These are JobSet's and batch/v1's own keys, redeclared here so that no
+// controller needs to import sigs.k8s.io/jobset to read them.
+const (
+	// JobSetNameLabelKey is upstream JobSet's label holding the JobSet name. JobSet writes it on
+	// Jobs and Pods; the add-ons also write it on every object they create (PVCs, ResourceClaims,
+	// PodGroups), so that `kubectl get pvc -l jobset.sigs.k8s.io/jobset-name=NAME` works.
+	JobSetNameLabelKey = "jobset.sigs.k8s.io/jobset-name"
+
+	// ReplicatedJobNameLabelKey is upstream JobSet's label holding the ReplicatedJob name, written
+	// by JobSet on Jobs and Pods. The sequencer releases a stage's pods by it.
+	ReplicatedJobNameLabelKey = "jobset.sigs.k8s.io/replicatedjob-name"
+
+	// JobIndexLabelKey is upstream JobSet's label holding the index of a Job within its
+	// ReplicatedJob (0..replicas-1), written by JobSet on Jobs and Pods. The volumeclaims Pod
+	// webhook reads it to build a per-pod PVC name.
+	JobIndexLabelKey = "jobset.sigs.k8s.io/job-index"
+
+	// RestartAttemptAnnotationKey is upstream JobSet's restart counter (JobSet status.restarts
+	// when the Job was created), written by JobSet both as an annotation and as a label on Jobs
+	// and Pods. resourceclaims reads it to name a Job's claims; the sequencer to consider only
+	// Jobs of the current attempt.
+	RestartAttemptAnnotationKey = "jobset.sigs.k8s.io/restart-attempt"
+	// RestartAttemptLabelKey is the same key as RestartAttemptAnnotationKey, used as a label.
+	RestartAttemptLabelKey = RestartAttemptAnnotationKey
+
+	// JobCompletionIndexAnnotationKey is batch/v1's completion index of a Pod of an Indexed Job,
+	// written by the Job controller as an annotation (and, since Kubernetes 1.28, also as a
+	// label) on Pods. The volumeclaims Pod webhook reads it to build a per-pod PVC name.
+	JobCompletionIndexAnnotationKey = batchv1.JobCompletionIndexAnnotation
+	// JobCompletionIndexLabelKey is the same key as JobCompletionIndexAnnotationKey, used as a label.
+	JobCompletionIndexLabelKey = JobCompletionIndexAnnotationKey
+)
+
+// volumeclaims.
+const (
+	// PoliciesAnnotationKey is the JobSet annotation, written by the user, that holds a list of
+	// VolumeClaimPolicy (YAML or JSON). Parse it with ParseVolumeClaimPolicies.
+	PoliciesAnnotationKey = "volumeclaims." + Domain + "/policies"
+
+	// VolumeClaimTemplateLabelKey is a label on every PVC created by volumeclaims, written by it:
+	// the name of the template (the volume name) the PVC was made from.
+	VolumeClaimTemplateLabelKey = "volumeclaims." + Domain + "/template"
+	// VolumeClaimReplicatedJobLabelKey is a label on every per-pod PVC created by volumeclaims,
+	// written by it: the ReplicatedJob whose pod mounts it. Absent on shared PVCs.
+	VolumeClaimReplicatedJobLabelKey = "volumeclaims." + Domain + "/replicatedjob"
+	// VolumeClaimJobIndexLabelKey is a label on every per-pod PVC created by volumeclaims, written
+	// by it: the Job index (jobset.sigs.k8s.io/job-index) of the pod that mounts it.
+	VolumeClaimJobIndexLabelKey = "volumeclaims." + Domain + "/job-index"
+	// VolumeClaimPodIndexLabelKey is a label on every per-pod PVC created by volumeclaims, written
+	// by it: the completion index (batch.kubernetes.io/job-completion-index) of the pod that
+	// mounts it.
+	VolumeClaimPodIndexLabelKey = "volumeclaims." + Domain + "/pod-index"
+
+	// VolumeClaimsPerPodLabelKey is a pod-template label (value EnabledValue), written by the
+	// volumeclaims JobSet webhook on the pod templates of ReplicatedJobs that get per-pod PVCs.
+	// The volumeclaims Pod webhook's objectSelector matches on it, so no other pod reaches it.
+	VolumeClaimsPerPodLabelKey = "volumeclaims." + Domain + "/per-pod"
+
+	// VolumeClaimsAdmittedAnnotationKey is a JobSet annotation (value EnabledValue), written by the
+	// volumeclaims mutating webhook once it has injected the shared volumes and scope labels into
+	// the pod templates, so that the reconciler can tell such a JobSet from one admitted while the
+	// webhook was not running.
+	VolumeClaimsAdmittedAnnotationKey = "volumeclaims." + Domain + "/admitted"
+)
+
+// resourceclaims.
+const (
+	// TemplatesAnnotationKey is an annotation on spec.replicatedJobs[].template.metadata (so that it
+	// lands on each Job), written by the user: a list of ResourceClaimTemplate (YAML or JSON).
+	// Parse it with ParseResourceClaimTemplates.
+	TemplatesAnnotationKey = "resourceclaims." + Domain + "/templates"
+
+	// ResourceClaimsEnabledLabelKey is a label on spec.replicatedJobs[].template.metadata (value
+	// EnabledValue), written by the resourceclaims JobSet webhook on every ReplicatedJob that has
+	// a TemplatesAnnotationKey. The resourceclaims Job webhook's objectSelector matches on it.
+	ResourceClaimsEnabledLabelKey = "resourceclaims." + Domain + "/enabled"
+
+	// ResourceClaimTemplateLabelKey is a label on every ResourceClaim created by resourceclaims,
+	// written by it: the name of the template the claim was made from.
+	ResourceClaimTemplateLabelKey = "resourceclaims." + Domain + "/template"
+)
+
+// sequencer.
+const (
+	// ExecutionPolicyAnnotationKey is a JobSet annotation, written by the user: ExecutionPolicyInOrder
+	// makes each ReplicatedJob wait for the one before it. Parse it with ParseExecutionPolicy.
+	ExecutionPolicyAnnotationKey = "sequencer." + Domain + "/execution-policy"
+
+	// WaitForAnnotationKey is a JobSet annotation, written by the user: the status (Complete, the
+	// default, or Ready) a predecessor must reach, for execution-policy InOrder and for depends-on
+	// entries that name no status. Parse it with ParseWaitFor.
+	WaitForAnnotationKey = "sequencer." + Domain + "/wait-for"
+
+	// DependsOnAnnotationKey is an annotation on spec.replicatedJobs[].template.metadata, written by
+	// the user: the list of predecessors of that ReplicatedJob (fan-in). Parse it with ParseDependsOn.
+	DependsOnAnnotationKey = "sequencer." + Domain + "/depends-on"
+
+	// ReleasedAnnotationKey is a JobSet annotation written by the sequencer controller (users read
+	// it, never write it): the indexes of the stages it has released, a JSON list such as [1,2].
+	// Parse it with ParseReleasedStages, write it with ReleasedStages.String. podgroups creates a
+	// gated stage's PodGroup only once the stage is listed here.
+	ReleasedAnnotationKey = "sequencer." + Domain + "/released"
+
+	// SequencerSchedulingGateValue is the name of the pod scheduling gate
+	// (spec.schedulingGates[].name) that holds back the pods of a stage that is not released yet.
+	// The sequencer JobSet webhook adds it to the pod templates; the sequencer controller removes
+	// it from the pods once their stage is released.
+	SequencerSchedulingGateValue = "sequencer." + Domain + "/waiting"
+
+	// SequencerGatedLabelKey is a pod-template label (value EnabledValue), written by the sequencer
+	// JobSet webhook on the pod templates it gates, so that the controller watches only those pods.
+	SequencerGatedLabelKey = "sequencer." + Domain + "/gated"
+)
+
+// podgroups.
+const (
+	// SchedulerAnnotationKey is a JobSet annotation, written by the user: which gang scheduler's
+	// PodGroup to create (SchedulerVolcano or SchedulerCoscheduling). Parse it with ParseScheduler.
+	SchedulerAnnotationKey = "podgroups." + Domain + "/scheduler"
+
+	// VolcanoQueueNameAnnotationKey is Volcano's own key, reused as a JobSet annotation written by
+	// the user: the Volcano queue of the JobSet's PodGroups. Unset means Volcano's default queue.
+	VolcanoQueueNameAnnotationKey = "scheduling.volcano.sh/queue-name"
+
+	// NetworkTopologyAnnotationKey is a JobSet annotation, written by the user: the Volcano
+	// NetworkTopologySpec of the JobSet's PodGroups. Parse it with ParseNetworkTopology.
+	NetworkTopologyAnnotationKey = "podgroups." + Domain + "/network-topology"
+
+	// VolcanoGroupNameAnnotationKey is Volcano's pod annotation naming the pod's PodGroup, written
+	// by the podgroups JobSet webhook on the pod templates.
+	VolcanoGroupNameAnnotationKey = "scheduling.k8s.io/group-name"
+
+	// CoschedulingPodGroupLabelKey is scheduler-plugins coscheduling's pod label naming the pod's
+	// PodGroup, written by the podgroups JobSet webhook on the pod templates. Being a label, its
+	// value (the PodGroup name) must also be a valid label value (63 characters at most).
+	CoschedulingPodGroupLabelKey = "scheduling.x-k8s.io/pod-group"
+
+	// PodGroupStageLabelKey is a label on every PodGroup created by podgroups for a sequenced
+	// JobSet, written by it: the stage index (decimal) the PodGroup gangs.
+	PodGroupStageLabelKey = "podgroups." + Domain + "/stage"
+)

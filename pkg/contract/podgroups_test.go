@@ -1,0 +1,38 @@
+package contract
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseNetworkTopology(t *testing.T) {
+	cases := map[string]struct {
+		value string
+		want  NetworkTopology
+	}{
+		"empty object: mode hard, tier left to Volcano": {
+			value: "{}",
+			want:  NetworkTopology{Mode: NetworkTopologyHard},
+		},
+		"YAML, soft with a tier": {
+			value: "mode: soft\nhighestTierAllowed: 2\n",
+			want:  NetworkTopology{Mode: NetworkTopologySoft, HighestTierAllowed: ptrTo(2)},
+		},
+		"JSON, tier only": {
+			value: `{"highestTierAllowed":1}`,
+			want:  NetworkTopology{Mode: DefaultNetworkTopologyMode, HighestTierAllowed: ptrTo(1)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, errs := ParseNetworkTopology(tc.value, JobSetAnnotationPath(NetworkTopologyAnnotationKey))
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs.ToAggregate())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("network topology (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

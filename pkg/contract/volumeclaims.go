@@ -1,0 +1,171 @@
+package contract
+
+import (
+	"reflect"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// RetentionPolicyType says what happens to created objects (PVCs, ResourceClaims) at an event.
+type RetentionPolicyType string
+
+const (
+	// RetentionPolicyDelete deletes the objects.
+	RetentionPolicyDelete RetentionPolicyType = "Delete"
+	// RetentionPolicyRetain keeps the objects.
+	RetentionPolicyRetain RetentionPolicyType = "Retain"
+)
+
+var retentionPolicies = []RetentionPolicyType{RetentionPolicyDelete, RetentionPolicyRetain}
+
+// VolumeClaimPolicy is one entry of the PoliciesAnnotationKey annotation (JobSet KEP-572 shape).
+type VolumeClaimPolicy struct {
+	// TargetReplicatedJobs names the ReplicatedJobs the policy applies to. Empty: all
+	// ReplicatedJobs share one PVC per template (named by SharedVolumeClaimName). Not empty: each
+	// pod of each target gets its own PVC per template (named by PerPodVolumeClaimName), one per
+	// job index and completion index. Names are unique. The parser turns an empty list into nil.
+	TargetReplicatedJobs []string `json:"targetReplicatedJobs,omitempty"`
+
+	// Templates are the PVCs to make. metadata.name is the name of the volumeMount (and of the
+	// pod volume the webhook adds): required, a DNS-1123 label, unique across all the policies of
+	// the annotation. metadata may also set labels and annotations, nothing else (no namespace).
+	// spec needs accessModes and resources.requests.storage; status must be empty; apiVersion and
+	// kind may be left out or be v1 and PersistentVolumeClaim. At least one template is required.
+	Templates []corev1.PersistentVolumeClaim `json:"templates"`
+
+	// RetentionPolicy says when the PVCs are deleted. The parser fills in every default.
+	RetentionPolicy VolumeRetentionPolicy `json:"retentionPolicy"`
+}
+
+// VolumeRetentionPolicy says what happens to a policy's PVCs at each event. For shared PVCs the
+// events are the JobSet's; for per-pod PVCs, they are reached when all target ReplicatedJobs
+// reach them.
+type VolumeRetentionPolicy struct {
+	// WhenComplete applies once the JobSet (or all targets) completed. Default Retain.
+	WhenComplete RetentionPolicyType `json:"whenComplete,omitempty"`
+	// WhenFailed applies once the JobSet (or all targets) failed. Default Retain.
+	WhenFailed RetentionPolicyType `json:"whenFailed,omitempty"`
+	// WhenDeleted applies when the JobSet is deleted. Default Delete (through an owner reference
+	// from the PVC to the JobSet, set only for Delete).
+	WhenDeleted RetentionPolicyType `json:"whenDeleted,omitempty"`
+}
+
+// Default retention of VolumeRetentionPolicy fields left unset.
+const (
+	DefaultVolumeWhenComplete = RetentionPolicyRetain
+	DefaultVolumeWhenFailed   = RetentionPolicyRetain
+	DefaultVolumeWhenDeleted  = RetentionPolicyDelete
+)
+
+// Shared tells whether the policy makes one PVC per template shared by all ReplicatedJobs
+// (no targets), rather than one per pod of each target.
+func (p VolumeClaimPolicy) Shared() bool {
+	return len(p.TargetReplicatedJobs) == 0
+}
+
+// Targets tells whether the policy's PVCs are mounted by the pods of the ReplicatedJob: true for
+// every ReplicatedJob when the policy is shared.
+func (p VolumeClaimPolicy) Targets(replicatedJob string) bool {
+	return p.Shared() || slices.Contains(p.TargetReplicatedJobs, replicatedJob)
+}
+
+// TemplateNames lists the names of the policy's templates, in order.
+func (p VolumeClaimPolicy) TemplateNames() []string {
+	names := make([]string, len(p.Templates))
+	for i := range p.Templates {
+		names[i] = p.Templates[i].Name
+	}
+	return names
+}
+
+// ParseVolumeClaimPolicies parses the value of the PoliciesAnnotationKey annotation, a YAML or
+// JSON list of VolumeClaimPolicy, strictly (see README.md), with the defaults filled in. path is
+// the annotation's path, JobSetAnnotationPath(PoliciesAnnotationKey). An empty value or an empty
+// list is refused.
+//
+// It checks what the value alone can tell. Whether each target exists and is an Indexed Job,
+// and whether each template matches a volumeMount and clashes with no volume, needs the JobSet:
+// the caller checks those.
+func ParseVolumeClaimPolicies(value string, path *field.Path) ([]VolumeClaimPolicy, field.ErrorList) {
+	var policies []VolumeClaimPolicy
+	decodeErrs := decodeStrict(value, path, &policies)
+	var errs field.ErrorList
+	if len(decodeErrs) == 0 && len(policies) == 0 {
+		errs = append(errs, field.Required(path, "must be a non-empty list of volume claim policies"))
+	}
+	templateNames := map[string]bool{}
+	for i := range policies {
+		pol := &policies[i]
+		pp := path.Index(i)
+		if len(pol.TargetReplicatedJobs) == 0 {
+			pol.TargetReplicatedJobs = nil
+		}
+		errs = append(errs, validateUniqueNames(pol.TargetReplicatedJobs, pp.Child("targetReplicatedJobs"), "")...)
+		if len(pol.Templates) == 0 {
+			errs = append(errs, field.Required(pp.Child("templates"), "at least one PersistentVolumeClaim template is required"))
+		}
+		for j := range pol.Templates {
+			tp := pp.Child("templates").Index(j)
+			errs = append(errs, validateVolumeClaimTemplate(&pol.Templates[j], tp)...)
+			name := pol.Templates[j].Name
+			if name != "" && templateNames[name] {
+				errs = append(errs, field.Duplicate(tp.Child("metadata", "name"), name))
+			}
+			templateNames[name] = true
+		}
+		errs = append(errs, defaultRetention(&pol.RetentionPolicy, pp.Child("retentionPolicy"))...)
+	}
+	return policies, joinErrors(decodeErrs, errs)
+}
+
+// validateVolumeClaimTemplate checks one PVC template.
+func validateVolumeClaimTemplate(pvc *corev1.PersistentVolumeClaim, path *field.Path) field.ErrorList {
+	errs := validateTypeMeta(pvc.TypeMeta, path, "v1", "PersistentVolumeClaim")
+	errs = append(errs, validateTemplateMetadata(pvc.ObjectMeta, path.Child("metadata"))...)
+	spec := path.Child("spec")
+	if len(pvc.Spec.AccessModes) == 0 {
+		errs = append(errs, field.Required(spec.Child("accessModes"), "at least one access mode is required"))
+	}
+	supported := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
+	for k, m := range pvc.Spec.AccessModes {
+		if !slices.Contains(supported, m) {
+			errs = append(errs, field.NotSupported(spec.Child("accessModes").Index(k), m, supported))
+		}
+	}
+	if _, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(spec.Child("resources", "requests").Key(string(corev1.ResourceStorage)), ""))
+	}
+	if !reflect.ValueOf(pvc.Status).IsZero() {
+		errs = append(errs, field.Forbidden(path.Child("status"), "a template has no status"))
+	}
+	return errs
+}
+
+// defaultRetention checks the retention policy and fills in its defaults.
+func defaultRetention(r *VolumeRetentionPolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name  string
+		value *RetentionPolicyType
+		def   RetentionPolicyType
+	}{
+		{"whenComplete", &r.WhenComplete, DefaultVolumeWhenComplete},
+		{"whenFailed", &r.WhenFailed, DefaultVolumeWhenFailed},
+		{"whenDeleted", &r.WhenDeleted, DefaultVolumeWhenDeleted},
+	} {
+		errs = append(errs, defaultRetentionValue(f.value, f.def, path.Child(f.name))...)
+	}
+	return errs
+}
+
+// defaultRetentionValue sets an empty retention value to def, or checks it.
+func defaultRetentionValue(v *RetentionPolicyType, def RetentionPolicyType, path *field.Path) field.ErrorList {
+	if *v == "" {
+		*v = def
+		return nil
+	}
+	_, errs := parseEnum(string(*v), path, retentionPolicies, nil)
+	return errs
+}
