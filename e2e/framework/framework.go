@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func NewEnvironment() env.Environment {
 	}
 	if os.Getenv("E2E_PROVIDER") == "kind" {
 		name := envconf.RandomName("jobset-addons", 16)
-		e.Setup(envfuncs.CreateCluster(kind.NewProvider(), name))
+		e.Setup(envfuncs.CreateCluster(kind.NewProvider(), name), installJobSetRelease)
 		e.Finish(envfuncs.DestroyCluster(name))
 		return e
 	}
@@ -59,7 +60,7 @@ func NewEnvironment() env.Environment {
 	log := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...) }
 	var started bool
 	e.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		if rc, err := tb.RESTConfig(); err == nil && ping(ctx, rc) {
+		if rc, err := tb.RESTConfig(); err == nil && testbed.Ping(ctx, rc) {
 			log("Reusing the running testbed %s", tb.Kubeconfig())
 		} else {
 			started = true
@@ -102,4 +103,27 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 	if err != nil {
 		t.Fatalf("%s: not within %s: %v (last seen: %s)", what, timeout, err, last)
 	}
+}
+
+// JobSetReleaseManifests is what a kind cluster gets: the JobSet release the testbed builds.
+const JobSetReleaseManifests = "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"
+
+// installJobSetRelease installs upstream JobSet on a cluster that has none (kind), with the
+// testbed's kubectl, and waits for its controller.
+func installJobSetRelease(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		return ctx, err
+	}
+	kubectl := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, tb.Bin("kubectl"), append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := kubectl("apply", "--server-side", "-f", JobSetReleaseManifests); err != nil {
+		return ctx, err
+	}
+	return ctx, kubectl("-n", "jobset-system", "wait", "--for=condition=Available", "--timeout=5m", "deployment/jobset-controller-manager")
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
 	heartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
@@ -167,9 +168,12 @@ func stopCluster(ctx context.Context, c Config) error {
 // healthy says whether the testbed's apiserver answers /readyz.
 func healthy(ctx context.Context, c Config) bool {
 	rc, err := c.RESTConfig()
-	if err != nil {
-		return false
-	}
+	return err == nil && Ping(ctx, rc)
+}
+
+// Ping says whether the apiserver of rc answers /readyz within 2 s.
+func Ping(ctx context.Context, rc *rest.Config) bool {
+	rc = rest.CopyConfig(rc)
 	rc.Timeout = 2 * time.Second
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {

@@ -2,9 +2,12 @@ module github.com/jobset-addons/jobset-addons/pkg/addon
 
 go 1.26.0
 
+replace github.com/jobset-addons/jobset-addons/pkg/contract => ../contract
+
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/go-logr/zapr v1.3.0
+	github.com/jobset-addons/jobset-addons/pkg/contract v0.0.0
 	github.com/open-policy-agent/cert-controller v0.16.0
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/zap v1.27.1

@@ -21,8 +21,11 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // TestRunOnAPIServer starts the runtime against a real apiserver and etcd (envtest, on the
@@ -68,14 +71,35 @@ func TestRunOnAPIServer(t *testing.T) {
 		}
 	}
 
+	// Two ConfigMaps, one managed by the add-on: the scoped cache must hold only that one.
+	for name, lbls := range map[string]map[string]string{
+		"managed":   {contract.ManagedByLabelKey: "test.jobset-addons.io"},
+		"unrelated": nil,
+	} {
+		if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	health, webhookPort := freePort(t), freePort(t)
 	setupGates := make(chan bool, 1)
+	cached := make(chan []string, 1)
 	opts := Options{
 		Name:               "test",
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		FeatureGates:       map[featuregate.Feature]featuregate.FeatureSpec{"PartOne": {Default: false, PreRelease: featuregate.Alpha}},
-		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
+		Cache:              map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ManagedBy("test.jobset-addons.io")},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
+			var cms corev1.ConfigMapList
+			if err := mgr.GetCache().List(ctx, &cms, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			var names []string
+			for _, cm := range cms.Items {
+				names = append(names, cm.Name)
+			}
+			cached <- names
 			mgr.GetWebhookServer().Register("/ping", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "pong") }))
 			setupGates <- gates.Enabled("PartOne")
 			return nil
@@ -105,6 +129,10 @@ func TestRunOnAPIServer(t *testing.T) {
 		t.Fatalf("Run returned before Setup: %v", err)
 	case <-ctx.Done():
 		t.Fatal("Setup never ran: certificates never became ready")
+	}
+
+	if got := <-cached; len(got) != 1 || got[0] != "managed" {
+		t.Errorf("ConfigMaps in the scoped cache = %v, want only [managed]", got)
 	}
 
 	var secret corev1.Secret

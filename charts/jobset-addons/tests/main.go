@@ -188,16 +188,22 @@ func (c *checker) errorf(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
 }
 
-func checkFile(file string) ([]string, error) {
+// readRender reads one render: what its file name says was enabled, and its documents.
+func readRender(file string) (combo, []doc, error) {
 	want, err := parseName(file)
 	if err != nil {
-		return nil, err
+		return want, nil, err
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		return want, nil, err
 	}
 	docs, err := splitRender(data)
+	return want, docs, err
+}
+
+func checkFile(file string) ([]string, error) {
+	want, docs, err := readRender(file)
 	if err != nil {
 		return nil, err
 	}

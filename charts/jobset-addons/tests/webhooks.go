@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -23,15 +22,7 @@ var fixtureWebhooks = map[string]map[string][]string{
 // kind, named after the controller, whose webhooks call the controller's Service, fail closed,
 // have no side effects, and carry cert-manager's CA annotation in cert-manager mode only.
 func checkWebhooksFile(file string) ([]string, error) {
-	want, err := parseName(file)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := splitRender(data)
+	want, docs, err := readRender(file)
 	if err != nil {
 		return nil, err
 	}
