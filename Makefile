@@ -28,7 +28,7 @@ KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/v
 
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 TESTBED_BINS := $(addprefix $(KUBE_DIR)/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
-	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset
+	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset $(HELM_DIR)/helm
 
 $(KUBE_DIR)/%: tools/kube/go.mod
 	hack/build-tool.sh tools/kube $@ k8s.io/kubernetes/cmd/$* "$(KUBE_LDFLAGS)"
@@ -49,7 +49,7 @@ $(HELM_DIR)/helm: tools/helm/go.mod
 TESTBED := $(BIN)/testbed
 JOBSET_SRC = $(shell cd tools/jobset && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
 
-$(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION): $(TESTBED_BINS)
+$(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION): $(TESTBED_BINS)
 	rm -rf $(TESTBED) && mkdir -p $(TESTBED)
 	for f in $(TESTBED_BINS); do ln -s $$f $(TESTBED)/; done
 	cp $(JOBSET_SRC)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml $(TESTBED)/jobset-crd.yaml
@@ -58,7 +58,7 @@ $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSI
 	touch $@
 
 .PHONY: testbed-bins
-testbed-bins: $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION) ## Build (once) every binary the testbed runs
+testbed-bins: $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION) ## Build (once) every binary the testbed runs
 
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:

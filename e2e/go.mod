@@ -2,7 +2,10 @@ module github.com/jobset-addons/jobset-addons/e2e
 
 go 1.26.0
 
+replace github.com/jobset-addons/jobset-addons/pkg/contract => ../pkg/contract
+
 require (
+	github.com/jobset-addons/jobset-addons/pkg/contract v0.0.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

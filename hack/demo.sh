@@ -10,16 +10,8 @@ NS=jobset-addons-system
 bin/testbedctl up
 export KUBECONFIG=$ROOT/.testbed/kubeconfig
 
-"$K" create namespace "$NS" --dry-run=client -o yaml | "$K" apply -f - >/dev/null
-port=31500
 for c in volumeclaims resourceclaims sequencer podgroups; do
-	port=$((port + 2))
-	bin/testbedctl spawn "$c" "$ROOT/bin/$c" --kubeconfig "$KUBECONFIG" \
-		--leader-election-namespace "$NS" --namespace "$NS" \
-		--health-probe-bind-address "127.0.0.1:$port" --metrics-bind-address "127.0.0.1:$((port + 1))" \
-		--log-format console
-	bin/testbedctl wait-http "http://127.0.0.1:$port/readyz" || { echo "$c did not become ready; see .testbed/procs/$c.log"; exit 1; }
-	echo "controller $c: ready (health :$port, metrics :$((port + 1)), log .testbed/procs/$c.log)"
+	bin/testbedctl addon "$c"
 done
 
 echo

@@ -1,8 +1,52 @@
-// Command volumeclaims is the jobset-addons volumeclaims controller.
+// Command volumeclaims is the jobset-addons volumeclaims controller: PVCs made per pod or
+// shared for JobSets, with retention when the JobSet completes, fails or is deleted.
 package main
 
-import "github.com/jobset-addons/jobset-addons/pkg/addon"
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/webhook"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
 
 func main() {
-	addon.Main(addon.Options{Name: "volumeclaims"})
+	var concurrency, workers int
+	addon.Main(addon.Options{
+		Name: "volumeclaims",
+		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench-volumeclaims).
+		QPS:         200,
+		Burst:       300,
+		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
+		// Only the PVCs the add-on made are cached; a user's PVC of a desired name shows
+		// itself when its creation collides.
+		Cache:              map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue)},
+		MutatingWebhooks:   true,
+		ValidatingWebhooks: true,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
+		},
+		Setup: func(_ context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
+			if err := webhook.Register(mgr); err != nil {
+				return err
+			}
+			r := &controller.Reconciler{
+				Client:   mgr.GetClient(),
+				Recorder: mgr.GetEventRecorder("volumeclaims.jobset-addons.io"),
+				Workers:  workers,
+			}
+			return r.SetupWithManager(mgr, concurrency)
+		},
+	})
 }

@@ -28,6 +28,10 @@ import (
 // succeeding, after the same delay.
 const FailAnnotationKey = "testbed.jobset-addons.io/fail"
 
+// FailFirstAttemptAnnotationKey on a JobSet's pod template makes its pods fail in the JobSet's
+// first attempt and succeed after a restart.
+const FailFirstAttemptAnnotationKey = "testbed.jobset-addons.io/fail-first-attempt"
+
 // DelayAnnotationKey is kwok's own: a duration ("30s") for which a Job's pod runs.
 const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 
@@ -79,7 +83,9 @@ func kwokctlConfig(c Config) ([]byte, error) {
 }
 
 // kwokStages are kwok's own fast stages, but a Job's pod runs for podDuration (or its
-// annotation's delay) before it completes, and fails instead when FailAnnotationKey is "true".
+// annotation's delay) before it completes. It fails instead (exit code 1) when
+// FailAnnotationKey is "true", or when FailFirstAttemptAnnotationKey is "true" and the pod
+// belongs to the JobSet's first attempt (restart-attempt 0), so that a restart succeeds.
 func kwokStages(podDuration time.Duration) ([]any, error) {
 	var stages []any
 	for _, raw := range []string{nodefast.DefaultNodeInit, heartbeat.DefaultNodeHeartbeatWithLease, podfast.DefaultPodReady, podfast.DefaultPodDelete} {
@@ -89,45 +95,60 @@ func kwokStages(podDuration time.Duration) ([]any, error) {
 		}
 		stages = append(stages, s)
 	}
-	complete := func(name, failValue string, status map[string]string) (map[string]any, error) {
-		var s map[string]any
-		if err := yaml.Unmarshal([]byte(podfast.DefaultPodComplete), &s); err != nil {
-			return nil, fmt.Errorf("kwok stage: %w", err)
-		}
-		s["metadata"] = map[string]any{"name": name}
-		spec := s["spec"].(map[string]any)
-		sel := spec["selector"].(map[string]any)
-		expr := map[string]any{"key": `.metadata.annotations["` + FailAnnotationKey + `"]`, "operator": "DoesNotExist"}
-		if failValue != "" {
-			expr = map[string]any{"key": `.metadata.annotations["` + FailAnnotationKey + `"]`, "operator": "In", "values": []any{failValue}}
-		}
-		sel["matchExpressions"] = append(sel["matchExpressions"].([]any), expr)
-		spec["delay"] = map[string]any{
-			"durationMilliseconds": podDuration.Milliseconds(),
-			"durationFrom":         map[string]any{"expressionFrom": `.metadata.annotations["` + DelayAnnotationKey + `"]`},
-		}
-		next := spec["next"].(map[string]any)
-		tmpl := next["statusTemplate"].(string)
-		for from, to := range status {
-			if !strings.Contains(tmpl, from) {
-				return nil, fmt.Errorf("kwok's pod-complete stage changed: %q not found", from)
-			}
-			tmpl = strings.ReplaceAll(tmpl, from, to)
-		}
-		next["statusTemplate"] = tmpl
-		return s, nil
+	annotation := func(key string) string { return `.metadata.annotations["` + key + `"]` }
+	attempt := `.metadata.labels["jobset.sigs.k8s.io/restart-attempt"]`
+	absent := func(key string) map[string]any { return map[string]any{"key": key, "operator": "DoesNotExist"} }
+	in := func(key string, values ...any) map[string]any {
+		return map[string]any{"key": key, "operator": "In", "values": values}
 	}
-	ok, err := complete("pod-complete", "", nil)
-	if err != nil {
-		return nil, err
+	notIn := func(key string, values ...any) map[string]any {
+		return map[string]any{"key": key, "operator": "NotIn", "values": values}
 	}
-	fail, err := complete("pod-fail", "true", map[string]string{
-		"exitCode: 0": "exitCode: 1", "reason: Completed": "reason: Error", "phase: Succeeded": "phase: Failed",
-	})
-	if err != nil {
-		return nil, err
+	fail := map[string]string{"exitCode: 0": "exitCode: 1", "reason: Completed": "reason: Error", "phase: Succeeded": "phase: Failed"}
+	for _, st := range []struct {
+		name   string
+		match  []any
+		status map[string]string
+	}{
+		{"pod-complete", []any{absent(annotation(FailAnnotationKey)), absent(annotation(FailFirstAttemptAnnotationKey))}, nil},
+		{"pod-complete-after-restart", []any{absent(annotation(FailAnnotationKey)), in(annotation(FailFirstAttemptAnnotationKey), "true"), notIn(attempt, "0")}, nil},
+		{"pod-fail", []any{in(annotation(FailAnnotationKey), "true")}, fail},
+		{"pod-fail-first-attempt", []any{absent(annotation(FailAnnotationKey)), in(annotation(FailFirstAttemptAnnotationKey), "true"), in(attempt, "0")}, fail},
+	} {
+		s, err := podCompleteStage(st.name, podDuration, st.match, st.status)
+		if err != nil {
+			return nil, err
+		}
+		stages = append(stages, s)
 	}
-	return append(stages, ok, fail), nil
+	return stages, nil
+}
+
+// podCompleteStage is kwok's fast pod-complete stage, renamed, with more selector expressions,
+// a delay, and replacements in its status template.
+func podCompleteStage(name string, delay time.Duration, match []any, status map[string]string) (map[string]any, error) {
+	var s map[string]any
+	if err := yaml.Unmarshal([]byte(podfast.DefaultPodComplete), &s); err != nil {
+		return nil, fmt.Errorf("kwok stage: %w", err)
+	}
+	s["metadata"] = map[string]any{"name": name}
+	spec := s["spec"].(map[string]any)
+	sel := spec["selector"].(map[string]any)
+	sel["matchExpressions"] = append(sel["matchExpressions"].([]any), match...)
+	spec["delay"] = map[string]any{
+		"durationMilliseconds": delay.Milliseconds(),
+		"durationFrom":         map[string]any{"expressionFrom": `.metadata.annotations["` + DelayAnnotationKey + `"]`},
+	}
+	next := spec["next"].(map[string]any)
+	tmpl := next["statusTemplate"].(string)
+	for from, to := range status {
+		if !strings.Contains(tmpl, from) {
+			return nil, fmt.Errorf("kwok's pod-complete stage changed: %q not found", from)
+		}
+		tmpl = strings.ReplaceAll(tmpl, from, to)
+	}
+	next["statusTemplate"] = tmpl
+	return s, nil
 }
 
 func startCluster(ctx context.Context, c Config, log func(string, ...any)) error {
@@ -297,6 +318,14 @@ func waitPortsFree(ctx context.Context, ports []int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("ports still listening after teardown: %v", busy)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,14 +10,11 @@ import (
 	"path/filepath"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // startJobSet runs the upstream JobSet controller as a local process whose webhooks the
@@ -28,7 +25,7 @@ func startJobSet(ctx context.Context, c Config, rc *rest.Config, log func(string
 	if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "-f", c.Bin("jobset-crd.yaml")); err != nil {
 		return err
 	}
-	if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "wait", "--for=condition=Established", "--timeout=60s", "crd/jobsets.jobset.x-k8s.io"); err != nil {
+	if err := waitCRDEstablished(ctx, rc, "jobsets.jobset.x-k8s.io"); err != nil {
 		return err
 	}
 	if jobsetReady(ctx, p.JobSetHealth) {
@@ -126,68 +123,12 @@ func registerJobSetWebhooks(ctx context.Context, c Config, cs kubernetes.Interfa
 	if err != nil {
 		return err
 	}
-	base := fmt.Sprintf("https://127.0.0.1:%d", c.Ports().JobSetWebhook)
-	scope := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists,
-	}}}
-	clientConfig := func(cc *admissionv1.WebhookClientConfig) {
-		path := ""
-		if cc.Service != nil && cc.Service.Path != nil {
-			path = *cc.Service.Path
-		}
-		cc.Service = nil
-		cc.URL = ptr.To(base + path)
-		cc.CABundle = caPEM
-	}
-	isPods := func(rules []admissionv1.RuleWithOperations) bool {
-		for _, r := range rules {
-			for _, res := range r.Resources {
-				if res == "pods" {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, doc := range bytes.Split(raw, []byte("\n---")) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return err
-		}
-		switch meta.Kind {
-		case "MutatingWebhookConfiguration":
-			var m admissionv1.MutatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict(doc, &m); err != nil {
-				return err
-			}
-			m.Name = "jobset-mutating-webhook-configuration"
-			for i := range m.Webhooks {
-				clientConfig(&m.Webhooks[i].ClientConfig)
-				if isPods(m.Webhooks[i].Rules) {
-					m.Webhooks[i].ObjectSelector = scope
-				}
-			}
-			if err := upsert(ctx, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), &m); err != nil {
-				return err
-			}
-		case "ValidatingWebhookConfiguration":
-			var v admissionv1.ValidatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict(doc, &v); err != nil {
-				return err
-			}
-			v.Name = "jobset-validating-webhook-configuration"
-			for i := range v.Webhooks {
-				clientConfig(&v.Webhooks[i].ClientConfig)
-				if isPods(v.Webhooks[i].Rules) {
-					v.Webhooks[i].ObjectSelector = scope
-				}
-			}
-			if err := upsert(ctx, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), &v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return RegisterWebhooks(ctx, cs, raw, fmt.Sprintf("https://127.0.0.1:%d", c.Ports().JobSetWebhook), caPEM, WebhookEdits{
+		Prefix: "jobset-",
+		PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists,
+		}}},
+	})
 }
 
 type object interface {
@@ -236,6 +177,36 @@ func waitJobSetWebhooks(ctx context.Context, rc *rest.Config) error {
 	})
 	if err != nil {
 		return fmt.Errorf("JobSet's webhooks do not answer: %w", errors.Join(err, last))
+	}
+	return nil
+}
+
+// waitCRDEstablished waits for the CustomResourceDefinition name to be Established. (kubectl
+// wait fails at once on a CRD whose status has no conditions yet.)
+func waitCRDEstablished(ctx context.Context, rc *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	var crd struct {
+		Status struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		} `json:"status"`
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		raw, err := cs.Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", name).DoRaw(ctx)
+		if err != nil || json.Unmarshal(raw, &crd) != nil {
+			return false, nil
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == "Established" && c.Status == metav1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not Established: %w", name, err)
 	}
 	return nil
 }

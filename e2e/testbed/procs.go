@@ -93,3 +93,66 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// Process is one running process of the testbed.
+type Process struct {
+	PID    int
+	Name   string
+	RSSKiB int
+}
+
+// Processes lists the processes running a testbed binary for this work directory (their
+// command lines name files under it), with their resident memory.
+func Processes(c Config) []Process {
+	bins := map[string]bool{}
+	links, _ := filepath.Glob(filepath.Join(c.BinDir(), "*"))
+	for _, l := range links {
+		if target, err := filepath.EvalSymlinks(l); err == nil {
+			bins[target] = true
+		}
+	}
+	var out []Process
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		exe, err := os.Readlink(filepath.Join(p, "exe"))
+		if err != nil || !bins[exe] {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(c.WorkDir)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		if !alive(pid) {
+			continue
+		}
+		proc := Process{PID: pid, Name: filepath.Base(exe)}
+		if status, err := os.ReadFile(filepath.Join(p, "status")); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+					proc.RSSKiB, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+				}
+			}
+		}
+		out = append(out, proc)
+	}
+	return out
+}
+
+// ProcessRSS is the resident memory, in KiB, of the process StartProcess started as name.
+func ProcessRSS(c Config, name string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(c.procsDir(), name+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%s/status", bytes.TrimSpace(b)))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %s", name)
+}

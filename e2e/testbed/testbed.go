@@ -141,7 +141,7 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 // Up starts the testbed, or finishes starting one that is partly up, and returns once the
 // nodes are Ready and JobSet's webhooks answer.
 func Up(ctx context.Context, c Config, log func(string, ...any)) error {
-	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok", "kwokctl", "jobset", "jobset-crd.yaml", "jobset-webhooks.yaml"} {
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok", "kwokctl", "jobset", "helm", "jobset-crd.yaml", "jobset-webhooks.yaml"} {
 		if _, err := os.Stat(c.Bin(b)); err != nil {
 			return fmt.Errorf("%s is missing: run `make testbed-bins` first", c.Bin(b))
 		}
@@ -192,11 +192,14 @@ func Down(ctx context.Context, c Config, log func(string, ...any)) error {
 	if err := waitPortsFree(ctx, c.Ports().All()); err != nil {
 		errs = append(errs, err)
 	}
+	if left := Processes(c); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("testbed processes still running after teardown: %v", left))
+	}
 	if len(errs) == 0 {
 		_ = os.RemoveAll(c.kwokDir())
 		_ = os.RemoveAll(c.jobsetDir())
 		_ = os.Remove(c.Kubeconfig())
-		log("Testbed %s is down; no testbed port is listening", c.Name)
+		log("Testbed %s is down: no testbed process runs, no testbed port is listening", c.Name)
 	}
 	return errors.Join(errs...)
 }

@@ -50,7 +50,7 @@ type Config struct {
 }
 
 // bindFlags registers the shared flags on fs, with defaults derived from the controller name.
-func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.MutableFeatureGate) {
+func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.MutableFeatureGate, qps float32, burst int) {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "jobset-addons-system"
@@ -65,8 +65,14 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	fs.DurationVar(&c.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up leadership")
 	fs.DurationVar(&c.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How long clients wait between leader election attempts")
 
-	fs.Float32Var(&c.QPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server")
-	fs.IntVar(&c.Burst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server")
+	if qps <= 0 {
+		qps = 50
+	}
+	if burst <= 0 {
+		burst = 100
+	}
+	fs.Float32Var(&c.QPS, "kube-api-qps", qps, "Queries per second to the Kubernetes API server")
+	fs.IntVar(&c.Burst, "kube-api-burst", burst, "Burst of queries to the Kubernetes API server")
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "Log level: debug, info, error, or a verbosity number (0 = info, higher = more)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "Log format: json or console")

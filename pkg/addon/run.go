@@ -41,6 +41,12 @@ type Options struct {
 	// MutatingWebhooks and ValidatingWebhooks say which webhook configurations the binary
 	// serves; with either set, Setup runs only once the serving certificate is ready.
 	MutatingWebhooks, ValidatingWebhooks bool
+	// QPS and Burst are the defaults of --kube-api-qps and --kube-api-burst (50 and 100 when
+	// zero): a controller that creates many objects at once raises them.
+	QPS   float32
+	Burst int
+	// Flags registers the controller's own flags beside the shared ones; Setup reads them.
+	Flags func(fs *pflag.FlagSet)
 	// Setup registers controllers and webhooks. It runs once certificates are ready.
 	Setup func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error
 }
@@ -64,8 +70,11 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		return fmt.Errorf("registering feature gates: %w", err)
 	}
 	fs := pflag.NewFlagSet(opts.Name, pflag.ContinueOnError)
-	cfg.bindFlags(fs, opts.Name, gates)
+	cfg.bindFlags(fs, opts.Name, gates, opts.QPS, opts.Burst)
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; empty = $KUBECONFIG or in-cluster")
+	if opts.Flags != nil {
+		opts.Flags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

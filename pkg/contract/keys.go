@@ -96,6 +96,19 @@ const (
 	// The volumeclaims Pod webhook's objectSelector matches on it, so no other pod reaches it.
 	VolumeClaimsPerPodLabelKey = "volumeclaims." + Domain + "/per-pod"
 
+	// VolumeClaimsPerPodVolumesAnnotationKey is a pod-template annotation, written by the
+	// volumeclaims JobSet webhook beside VolumeClaimsPerPodLabelKey: the comma-separated names of
+	// the per-pod templates (volumes) that the Pod webhook adds to each pod, so that the Pod
+	// webhook needs nothing but the pod itself.
+	VolumeClaimsPerPodVolumesAnnotationKey = "volumeclaims." + Domain + "/per-pod-volumes"
+
+	// VolumeClaimsPlaceholderClaimName is the claimName of the volume that the volumeclaims JobSet
+	// webhook puts in a targeted pod template for each per-pod template (a Job's pod template
+	// must name a volume for every volumeMount). The Pod webhook replaces it with the pod's own
+	// PVC; a pod that somehow kept it waits for a PVC that never exists, rather than run
+	// without its volume.
+	VolumeClaimsPlaceholderClaimName = "volumeclaims." + Domain + "-per-pod"
+
 	// VolumeClaimsAdmittedAnnotationKey is a JobSet annotation (value EnabledValue), written by the
 	// volumeclaims mutating webhook once it has injected the shared volumes and scope labels into
 	// the pod templates, so that the reconciler can tell such a JobSet from one admitted while the

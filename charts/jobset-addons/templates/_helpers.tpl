@@ -158,7 +158,7 @@ webhook configurations are updated by cert-controller, which injects the CA.
 {{- define "jobset-addons.commonRules" -}}
 - apiGroups: ["jobset.x-k8s.io"]
   resources: ["jobsets"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -171,9 +171,9 @@ webhook configurations are updated by cert-controller, which injects the CA.
 volumeclaims:
   - apiGroups: [""]
     resources: ["persistentvolumeclaims"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-  - apiGroups: [""]
-    resources: ["pods"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  - apiGroups: ["batch"]
+    resources: ["jobs"]
     verbs: ["get", "list", "watch"]
 resourceclaims:
   - apiGroups: ["resource.k8s.io"]
@@ -183,6 +183,9 @@ resourceclaims:
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]
 sequencer:
+  - apiGroups: ["jobset.x-k8s.io"]
+    resources: ["jobsets"]
+    verbs: ["update", "patch"]
   - apiGroups: [""]
     resources: ["pods"]
     verbs: ["get", "list", "watch", "update", "patch"]

@@ -21,12 +21,47 @@ entry here, with only what is specific to it:
         reinvocationPolicy: IfNeeded  # optional, mutating only
 
 clientConfig (the controller's webhook Service, port 443), failurePolicy Fail, sideEffects None
-and the cert-manager CA annotation are added by the helper. No controller has a webhook yet.
+and the cert-manager CA annotation are added by the helper.
+
+JobSet webhooks are scoped with matchConditions to JobSets that use the add-on, Pod and Job
+webhooks with an objectSelector on the scope label the add-on's JobSet webhook wrote: nothing
+else ever reaches them.
 */}}
 {{- define "jobset-addons.webhooks" -}}
 volumeclaims:
-  mutating: []
-  validating: []
+  mutating:
+    - name: mjobset.volumeclaims.jobset-addons.io
+      path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
+      rules:
+        - apiGroups: ["jobset.x-k8s.io"]
+          apiVersions: ["v1alpha2"]
+          operations: ["CREATE"]
+          resources: ["jobsets"]
+      matchConditions:
+        - name: has-policies
+          expression: "has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in object.metadata.annotations"
+    - name: mpod.volumeclaims.jobset-addons.io
+      path: /mutate--v1-pod
+      timeoutSeconds: 5
+      rules:
+        - apiGroups: [""]
+          apiVersions: ["v1"]
+          operations: ["CREATE"]
+          resources: ["pods"]
+      objectSelector:
+        matchLabels:
+          volumeclaims.jobset-addons.io/per-pod: "true"
+  validating:
+    - name: vjobset.volumeclaims.jobset-addons.io
+      path: /validate-jobset-x-k8s-io-v1alpha2-jobset
+      rules:
+        - apiGroups: ["jobset.x-k8s.io"]
+          apiVersions: ["v1alpha2"]
+          operations: ["CREATE", "UPDATE"]
+          resources: ["jobsets"]
+      matchConditions:
+        - name: has-policies
+          expression: "(has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in object.metadata.annotations) || (oldObject != null && has(oldObject.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in oldObject.metadata.annotations)"
 resourceclaims:
   mutating: []
   validating: []

@@ -225,6 +225,9 @@ func namesOf(docs []doc, kind string) []string {
 	return out
 }
 
+// controllersWithWebhooks have a mutating and a validating webhook configuration in the chart.
+var controllersWithWebhooks = map[string]bool{"volumeclaims": true}
+
 func expected(enabled []string, suffixes ...string) []string {
 	var out []string
 	for _, n := range enabled {
@@ -284,10 +287,16 @@ func (c *checker) checkRender(want combo, docs []doc) {
 			c.errorf("Secrets: got %v, want %v", got, exp)
 		}
 	}
-	// No webhook configuration yet: no controller has webhooks.
+	// A webhook configuration of each kind for each enabled controller that has webhooks.
+	var hooked []string
+	for _, n := range want.enabled {
+		if controllersWithWebhooks[n] {
+			hooked = append(hooked, n)
+		}
+	}
 	for _, k := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
-		if got := namesOf(docs, k); len(got) > 0 {
-			c.errorf("%s objects %v, want none while no controller has webhooks", k, got)
+		if got, exp := namesOf(docs, k), expected(hooked, ""); !slices.Equal(got, exp) {
+			c.errorf("%s objects %v, want %v", k, got, exp)
 		}
 	}
 

@@ -7,6 +7,9 @@
 //	                start BIN in the background as part of the testbed (down stops it);
 //	                it logs to .testbed/procs/NAME.log
 //	testbed wait-http URL   wait up to 60 s for URL to answer 200
+//	testbed ps      list the testbed's processes with their resident memory
+//	testbed addon NAME [ARGS...]
+//	                run the add-on controller bin/NAME on the testbed with its webhooks
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -56,6 +60,24 @@ func main() {
 			fail(err)
 		}
 		log("Started %s; it logs to %s", os.Args[2], logPath)
+	case "addon":
+		if len(os.Args) < 3 {
+			usage()
+		}
+		if err := testbed.StartAddon(ctx, cfg, os.Args[2], nil, os.Args[3:]...); err != nil {
+			fail(err)
+		}
+		p := cfg.AddonPorts(os.Args[2])
+		log("%s is ready: webhooks on :%d, health on :%d, metrics on :%d, log in %s", os.Args[2], p.Webhook, p.Health, p.Metrics,
+			filepath.Join(cfg.WorkDir, "procs", os.Args[2]+".log"))
+	case "ps":
+		total := 0
+		fmt.Printf("%-8s %-26s %10s\n", "PID", "PROCESS", "RSS (MiB)")
+		for _, p := range testbed.Processes(cfg) {
+			total += p.RSSKiB
+			fmt.Printf("%-8d %-26s %10.1f\n", p.PID, p.Name, float64(p.RSSKiB)/1024)
+		}
+		fmt.Printf("%-8s %-26s %10.1f\n", "", "total", float64(total)/1024)
 	case "wait-http":
 		if len(os.Args) != 3 {
 			usage()
@@ -69,7 +91,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
 }
 

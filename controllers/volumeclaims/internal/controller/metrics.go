@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics carry bounded labels only: scope (shared, per-pod) and reason, never a JobSet.
+var (
+	claimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_created_total",
+		Help: "PersistentVolumeClaims created, by scope (shared, per-pod).",
+	}, []string{"scope"})
+	claimsReused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_reused_total",
+		Help: "PersistentVolumeClaims that already existed (retained or pre-created) and were used as they are, by scope.",
+	}, []string{"scope"})
+	claimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_deleted_total",
+		Help: "PersistentVolumeClaims deleted by retention (whenComplete, whenFailed), by scope.",
+	}, []string{"scope"})
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_errors_total",
+		Help: "Errors, by reason (create, delete, adopt, invalid, list).",
+	}, []string{"reason"})
+	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "jobset_addons_volumeclaims_reconcile_duration_seconds",
+		Help:    "Time of one JobSet reconcile, API calls included.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(claimsCreated, claimsReused, claimsDeleted, reconcileErrors, reconcileDuration)
+}
+
+func scope(shared bool) string {
+	if shared {
+		return "shared"
+	}
+	return "per-pod"
+}

@@ -1,0 +1,349 @@
+// Package controller is the volumeclaims reconciler: it creates the PVCs a JobSet's policies ask
+// for as soon as the JobSet is admitted, reuses those that exist, and deletes them by retention.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// Reconciler reconciles JobSets that carry the policies annotation.
+type Reconciler struct {
+	// Client reads JobSets and the add-on's own PVCs from the cache, and writes. A user's PVC
+	// of a desired name is not in the cache: its creation collides (AlreadyExists).
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Workers is how many API calls one reconcile makes at once.
+	Workers int
+
+	// known holds, per JobSet UID, the PVC names already created or reused, so that a
+	// reconcile that runs before the cache has caught up does not try them again.
+	mu    sync.Mutex
+	known map[types.UID]sets.Set[string]
+}
+
+// SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
+// PVCs it manages.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetAnnotations()[contract.PoliciesAnnotationKey]
+		return ok
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("volumeclaims").
+		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(hasPolicies)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// jobSetOfClaim maps one of the add-on's PVCs to its JobSet.
+func jobSetOfClaim(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[contract.JobSetNameLabelKey]
+	if name == "" || o.GetLabels()[contract.ManagedByLabelKey] != contract.VolumeClaimsManagedByValue {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile makes the JobSet's PVCs match its policies and its state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
+
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
+	ctx = ctrl.LoggerInto(ctx, log)
+	if !js.DeletionTimestamp.IsZero() {
+		r.forget(js.UID) // whenDeleted is the garbage collector's, by owner reference
+		return ctrl.Result{}, nil
+	}
+	policies, ok, errs := policy.Parse(js)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	if len(errs) > 0 {
+		reconcileErrors.WithLabelValues("invalid").Inc()
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
+		return ctrl.Result{}, nil
+	}
+	if js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] != contract.EnabledValue {
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonNotAdmitted, actionSkip,
+			"The JobSet was created while the volumeclaims webhook was not running: its pods do not mount the claims, so none are created or deleted; re-create the JobSet")
+		return ctrl.Result{}, nil
+	}
+	claims, errs := policy.Claims(js, policies)
+	if len(errs) > 0 {
+		reconcileErrors.WithLabelValues("invalid").Inc()
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
+		return ctrl.Result{}, nil
+	}
+
+	var owned corev1.PersistentVolumeClaimList
+	if err := r.Client.List(ctx, &owned, client.InNamespace(js.Namespace), client.MatchingLabels{
+		contract.ManagedByLabelKey:  contract.VolumeClaimsManagedByValue,
+		contract.JobSetNameLabelKey: js.Name,
+	}); err != nil {
+		reconcileErrors.WithLabelValues("list").Inc()
+		return ctrl.Result{}, fmt.Errorf("listing PVCs: %w", err)
+	}
+	existing := make(map[string]*corev1.PersistentVolumeClaim, len(owned.Items))
+	for i := range owned.Items {
+		existing[owned.Items[i].Name] = &owned.Items[i]
+	}
+
+	st := stateOf(js)
+	var ensure, remove []policy.Claim
+	for _, c := range claims {
+		switch st.action(c) {
+		case keep:
+			ensure = append(ensure, c)
+		case drop:
+			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
+				remove = append(remove, c)
+			}
+		}
+	}
+	return ctrl.Result{}, errors.Join(r.ensure(ctx, js, ensure, existing), r.remove(ctx, js, remove, existing))
+}
+
+// ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
+// Delete) the add-on's PVCs that an earlier JobSet of the same name left.
+func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
+	known := r.knownFor(js.UID)
+	var created, reused, failed result
+	r.parallel(claims, func(c policy.Claim) {
+		if pvc, ok := existing[c.Name]; ok {
+			if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
+				patch := client.MergeFrom(pvc.DeepCopy())
+				pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
+				if err := r.Client.Patch(ctx, pvc, patch); err != nil {
+					failed.add(c, fmt.Errorf("adopting %s: %w", c.Name, err))
+					reconcileErrors.WithLabelValues("adopt").Inc()
+					return
+				}
+			}
+			if !known.Has(c.Name) && pvc.CreationTimestamp.Before(&js.CreationTimestamp) {
+				reused.add(c, nil)
+				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+			}
+			r.remember(js.UID, c.Name)
+			return
+		}
+		if known.Has(c.Name) {
+			return // created or reused by an earlier reconcile; the cache has not seen it yet
+		}
+		err := r.Client.Create(ctx, c.PVC(js))
+		switch {
+		case err == nil:
+			created.add(c, nil)
+			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+		case apierrors.IsAlreadyExists(err):
+			// A PVC of this name that the add-on does not manage: the user's. It is mounted as
+			// it is, never changed and never deleted.
+			reused.add(c, nil)
+			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+		default:
+			failed.add(c, fmt.Errorf("creating %s: %w", c.Name, err))
+			reconcileErrors.WithLabelValues("create").Inc()
+			return
+		}
+		r.remember(js.UID, c.Name)
+	})
+	if n := created.count(); n > 0 {
+		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
+		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
+	}
+	if n := reused.count(); n > 0 {
+		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
+	}
+	return failed.report(js, r.Recorder, actionCreate)
+}
+
+// remove deletes the add-on's PVCs that retention no longer keeps.
+func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
+	var deleted, failed result
+	r.parallel(claims, func(c policy.Claim) {
+		pvc := existing[c.Name]
+		// The list only holds PVCs with the add-on's managed-by label and this JobSet's name:
+		// a user's PVC of the same name is never among them. The UID precondition makes sure
+		// the PVC deleted is the one looked at.
+		err := r.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			failed.add(c, fmt.Errorf("deleting %s: %w", c.Name, err))
+			reconcileErrors.WithLabelValues("delete").Inc()
+			return
+		}
+		deleted.add(c, nil)
+		claimsDeleted.WithLabelValues(scope(c.Shared())).Inc()
+	})
+	if n := deleted.count(); n > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleted PVCs by retention", "count", n)
+		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
+	}
+	return failed.report(js, r.Recorder, actionDelete)
+}
+
+// parallel runs fn for each claim, r.Workers at a time.
+func (r *Reconciler) parallel(claims []policy.Claim, fn func(policy.Claim)) {
+	workers := max(r.Workers, 1)
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(c)
+		}()
+	}
+	wg.Wait()
+}
+
+func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool {
+	for _, ref := range pvc.OwnerReferences {
+		if ref.UID == js.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reconciler) knownFor(uid types.UID) sets.Set[string] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.known[uid].Clone()
+}
+
+func (r *Reconciler) remember(uid types.UID, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.known == nil {
+		r.known = map[types.UID]sets.Set[string]{}
+	}
+	if r.known[uid] == nil {
+		r.known[uid] = sets.New[string]()
+	}
+	r.known[uid].Insert(name)
+}
+
+func (r *Reconciler) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.known, uid)
+}
+
+// state is what the JobSet's status says for retention.
+type state struct {
+	completed, failed bool
+	// succeeded: ReplicatedJobs all of whose Jobs succeeded.
+	succeeded sets.Set[string]
+}
+
+func stateOf(js *jobsetv1alpha2.JobSet) state {
+	st := state{
+		completed: apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)),
+		failed:    apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)),
+		succeeded: sets.New[string](),
+	}
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if rj := policy.ReplicatedJob(js, s.Name); rj != nil && s.Succeeded >= rj.Replicas {
+			st.succeeded.Insert(s.Name)
+		}
+	}
+	return st
+}
+
+type action int
+
+const (
+	keep  action = iota // the claim must exist
+	drop                // retention deletes it
+	leave               // finished, retained: neither created nor deleted
+)
+
+// action decides for one claim. A shared claim lives until the JobSet completes or fails; a
+// per-pod claim until every targeted ReplicatedJob succeeded, or the JobSet completed or
+// failed for good. A failed Job that the JobSet restarts is not a failure: the JobSet is
+// not Failed, and its claims stay (checkpoints survive restarts).
+func (st state) action(c policy.Claim) action {
+	done, failed := st.completed, st.failed
+	if !c.Shared() && !done && !failed {
+		done = true
+		for _, t := range c.Targets {
+			done = done && st.succeeded.Has(t)
+		}
+	}
+	switch {
+	case failed && c.Retention.WhenFailed == contract.RetentionPolicyDelete:
+		return drop
+	case done && !failed && c.Retention.WhenComplete == contract.RetentionPolicyDelete:
+		return drop
+	case done || failed:
+		return leave
+	}
+	return keep
+}
+
+// result collects the claims of one kind of outcome of a parallel step.
+type result struct {
+	mu     sync.Mutex
+	claims []string
+	errs   []error
+}
+
+func (r *result) add(c policy.Claim, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claims = append(r.claims, c.Name)
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+func (r *result) count() int { return len(r.claims) }
+
+// names lists up to 10 names, for an event message.
+func (r *result) names() string {
+	const most = 10
+	if len(r.claims) <= most {
+		return strings.Join(r.claims, ", ")
+	}
+	return strings.Join(r.claims[:most], ", ") + fmt.Sprintf(" and %d more", len(r.claims)-most)
+}
+
+// report emits one Warning for the failures and returns them joined, so the reconcile retries.
+func (r *result) report(js *jobsetv1alpha2.JobSet, rec events.EventRecorder, act string) error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	err := errors.Join(r.errs...)
+	rec.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
+	return err
+}

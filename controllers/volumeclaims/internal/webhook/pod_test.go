@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+func podRequest(t testing.TB, op admissionv1.Operation, p *corev1.Pod) admission.Request {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, Namespace: "default", Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+func TestPodWebhook(t *testing.T) {
+	emptyDir := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	token := corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}
+	cases := map[string]struct {
+		op          admissionv1.Operation
+		pod         *corev1.Pod
+		wantAllowed bool
+		wantCode    int32
+		wantMessage string // in the denial
+		wantPatches []jsonpatch.JsonPatchOperation
+		wantVolumes []corev1.Volume // once the patches are applied
+	}{
+		"story 1: pod of Job 3, completion index 1, without volumes": {
+			pod:         pod("distributed-trainjob", "node", "3", "1").PerPodVolumes("checkpoint-storage").Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantPatches: []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/volumes", Value: []corev1.Volume{
+				claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1"),
+			}}},
+			wantVolumes: []corev1.Volume{claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+		},
+		"story 1 as the JobSet webhook left it: the placeholder is replaced in place": {
+			pod: pod("distributed-trainjob", "node", "3", "1").PerPodVolumes("checkpoint-storage").
+				Volume(token).Volume(claimVolume("checkpoint-storage", contract.VolumeClaimsPlaceholderClaimName)).Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantPatches: []jsonpatch.JsonPatchOperation{
+				{Operation: "replace", Path: "/spec/volumes/1", Value: claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+			},
+			wantVolumes: []corev1.Volume{token, claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+		},
+		"story 3: trainer pod with shared volumes already injected": {
+			pod: pod("hybrid-training", "trainer", "2", "5").PerPodVolumes("worker-scratch").
+				Volume(claimVolume("dataset-cache", "dataset-cache-hybrid-training")).
+				Volume(claimVolume("results-storage", "results-storage-hybrid-training")).Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantPatches: []jsonpatch.JsonPatchOperation{
+				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5")},
+			},
+			wantVolumes: []corev1.Volume{
+				claimVolume("dataset-cache", "dataset-cache-hybrid-training"),
+				claimVolume("results-storage", "results-storage-hybrid-training"),
+				claimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5"),
+			},
+		},
+		"two per-pod volumes after an existing one": {
+			pod:         pod("train", "w", "0", "12").PerPodVolumes("ckpt,scratch-b").Volume(token).Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantPatches: []jsonpatch.JsonPatchOperation{
+				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("ckpt", "ckpt-train-w-0-12")},
+				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("scratch-b", "scratch-b-train-w-0-12")},
+			},
+			wantVolumes: []corev1.Volume{token, claimVolume("ckpt", "ckpt-train-w-0-12"), claimVolume("scratch-b", "scratch-b-train-w-0-12")},
+		},
+		"existing volume of that name untouched": {
+			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").Volume(emptyDir).Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantVolumes: []corev1.Volume{emptyDir},
+		},
+		"no per-pod volumes annotation": {
+			pod:         pod("train", "w", "0", "0").Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+		},
+		"missing completion index: denied": {
+			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutAnnotation(contract.JobCompletionIndexAnnotationKey).Obj(),
+			wantCode:    http.StatusForbidden,
+			wantMessage: contract.JobCompletionIndexAnnotationKey,
+		},
+		"missing Job index: denied": {
+			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutLabel(contract.JobIndexLabelKey).Obj(),
+			wantCode:    http.StatusForbidden,
+			wantMessage: contract.JobIndexLabelKey,
+		},
+		"missing ReplicatedJob: denied": {
+			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutLabel(contract.ReplicatedJobNameLabelKey).Obj(),
+			wantCode:    http.StatusForbidden,
+			wantMessage: contract.ReplicatedJobNameLabelKey,
+		},
+		"UPDATE: nothing to do": {
+			op:          admissionv1.Update,
+			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			op := tc.op
+			if op == "" {
+				op = admissionv1.Create
+			}
+			req := podRequest(t, op, tc.pod)
+			resp := (&PodWebhook{}).Handle(context.Background(), req)
+			if resp.Allowed != tc.wantAllowed || resp.Result == nil || resp.Result.Code != tc.wantCode {
+				t.Fatalf("Response allowed=%t result=%+v, want allowed=%t code %d", resp.Allowed, resp.Result, tc.wantAllowed, tc.wantCode)
+			}
+			if !strings.Contains(resp.Result.Message, tc.wantMessage) {
+				t.Errorf("Message %q does not contain %q", resp.Result.Message, tc.wantMessage)
+			}
+			if diff := cmp.Diff(tc.wantPatches, resp.Patches); diff != "" {
+				t.Errorf("Patches (-want +got):\n%s", diff)
+			}
+			if !tc.wantAllowed {
+				return
+			}
+			got := tc.pod
+			if len(resp.Patches) > 0 {
+				got = applyPatches(t, req.Object.Raw, resp.Patches)
+			}
+			if diff := cmp.Diff(tc.wantVolumes, got.Spec.Volumes); diff != "" {
+				t.Errorf("Volumes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodWebhookBadObject(t *testing.T) {
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(`{"metadata":`)},
+	}}
+	resp := (&PodWebhook{}).Handle(context.Background(), req)
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest {
+		t.Errorf("Response allowed=%t result=%+v, want 400", resp.Allowed, resp.Result)
+	}
+}
+
+// applyPatches applies the JSON patch operations to the raw pod, as the API server does.
+func applyPatches(t *testing.T, raw []byte, ops []jsonpatch.JsonPatchOperation) *corev1.Pod {
+	t.Helper()
+	data, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatchapply.DecodePatch(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatalf("Applying %s: %v", data, err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(patched, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func BenchmarkPodWebhook(b *testing.B) {
+	req := podRequest(b, admissionv1.Create, pod("hybrid-training", "trainer", "2", "5").PerPodVolumes("worker-scratch").
+		Volume(claimVolume("dataset-cache", "dataset-cache-hybrid-training")).Obj())
+	w := &PodWebhook{}
+	ctx := context.Background()
+	for b.Loop() {
+		if resp := w.Handle(ctx, req); !resp.Allowed {
+			b.Fatal(resp.Result)
+		}
+	}
+}

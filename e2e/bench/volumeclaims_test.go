@@ -1,0 +1,404 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// The volumeclaims controller's own defaults (controllers/volumeclaims/main.go), which the
+// bare client below gets too.
+const vcQPS, vcBurst = 200, 300
+
+type row struct{ what, ours, baseline, ratio, target string }
+
+func printTable(rows []row) {
+	fmt.Printf("\n%-58s %14s %14s %8s  %s\n", "volumeclaims", "ours", "baseline", "ratio", "target")
+	for _, r := range rows {
+		fmt.Printf("%-58s %14s %14s %8s  %s\n", r.what, r.ours, r.baseline, r.ratio, r.target)
+	}
+	fmt.Println()
+}
+
+func clients(b *testing.B) (client.Client, kubernetes.Interface, testbed.Config) {
+	b.Helper()
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		b.Fatal("KUBECONFIG is not set: run through `make bench-volumeclaims`")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS, rc.Burst = -1, 0
+	c, err := client.New(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, cs, tb
+}
+
+func namespace(ctx context.Context, b *testing.B, c client.Client, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := c.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+func pvcSpec() corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}
+}
+
+// suspendedJobSet is a suspended JobSet (its Jobs make no pods) of one ReplicatedJob whose pods
+// mount the volume data.
+func suspendedJobSet(ns, name string, replicas, completions int32) *jobsetv1alpha2.JobSet {
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: jobsetv1alpha2.JobSetSpec{
+			Suspend: ptr.To(true),
+			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+				Name: "w", Replicas: replicas,
+				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+					Parallelism: ptr.To(completions), Completions: ptr.To(completions),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "main", Image: "busybox",
+							VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+					}},
+				}},
+			}},
+		},
+	}
+}
+
+// countPVCs counts the PVCs in ns matching labels.
+func countPVCs(ctx context.Context, c client.Client, ns string, labels client.MatchingLabels) int {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
+	if err := c.List(ctx, &list, client.InNamespace(ns), labels); err != nil {
+		return -1
+	}
+	return len(list.Items)
+}
+
+// timeUntil polls every 50ms from start until n PVCs in ns match labels.
+func timeUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns string, labels client.MatchingLabels, n int) time.Duration {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return countPVCs(ctx, c, ns, labels) >= n, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %d PVCs in %s: %v (have %d)", n, ns, err, countPVCs(ctx, c, ns, labels))
+	}
+	return time.Since(start)
+}
+
+func createParallel(n, workers int, create func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := create(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// BenchmarkVolumeClaims runs the volumeclaims controller on the testbed and prints its table.
+func BenchmarkVolumeClaims(b *testing.B) {
+	ctx := context.Background()
+	c, cs, tb := clients(b)
+	if err := testbed.StartAddon(ctx, tb, "volumeclaims", nil); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = testbed.StopAddon(ctx, tb, "volumeclaims") }()
+	var rows []row
+	for range b.N {
+		rows = append(rows, perPodVersusBare(ctx, b, c, tb))
+		rows = append(rows, sharedVersusUpstream(ctx, b, c))
+		rows = append(rows, podWebhookLatency(ctx, b, c, cs)...)
+		rows = append(rows, rssWithUnrelatedPods(ctx, b, c, tb))
+	}
+	printTable(rows)
+}
+
+// perPodVersusBare: 50 JobSets x 4 replicas x 10 completions = 2,000 per-pod PVCs, against a
+// bare client-go loop creating 2,000 PVCs with the controller's QPS and burst.
+func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) row {
+	const jobSets, replicas, completions = 50, 4, 10
+	total := jobSets * replicas * completions
+
+	bareNS := namespace(ctx, b, c, "bench-bare")
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS, rc.Burst = vcQPS, vcBurst
+	bare, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := createParallel(total, 16, func(i int) error {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}}, Spec: pvcSpec()}
+		_, err := bare.CoreV1().PersistentVolumeClaims(bareNS).Create(ctx, pvc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	bareTime := timeUntil(ctx, b, c, start, bareNS, client.MatchingLabels{"bench": "bare"}, total)
+
+	ns := namespace(ctx, b, c, "bench-perpod")
+	policies := `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
+	start = time.Now()
+	if err := createParallel(jobSets, 8, func(i int) error {
+		js := suspendedJobSet(ns, fmt.Sprintf("pp-%d", i), replicas, completions)
+		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: policies}
+		return c.Create(ctx, js)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ours := timeUntil(ctx, b, c, start, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
+	return row{
+		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d", total, jobSets, replicas, completions, vcQPS),
+		ours:     ours.Round(time.Millisecond).String(),
+		baseline: bareTime.Round(time.Millisecond).String() + " bare",
+		ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/ours.Seconds()),
+		target:   "ratio >= 0.9, ours < 15s",
+	}
+}
+
+// sharedVersusUpstream: 200 JobSets with one shared PVC each, ours against upstream JobSet's
+// own spec.volumeClaimPolicies on identical JobSets.
+func sharedVersusUpstream(ctx context.Context, b *testing.B, c client.Client) row {
+	const n = 200
+	run := func(prefix string, mk func(js *jobsetv1alpha2.JobSet), labels client.MatchingLabels) time.Duration {
+		ns := namespace(ctx, b, c, prefix)
+		start := time.Now()
+		if err := createParallel(n, 8, func(i int) error {
+			js := suspendedJobSet(ns, fmt.Sprintf("s-%d", i), 1, 1)
+			mk(js)
+			return c.Create(ctx, js)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return timeUntil(ctx, b, c, start, ns, labels, n)
+	}
+	ours := run("bench-shared-ours", func(js *jobsetv1alpha2.JobSet) {
+		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
+	}, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue})
+	upstream := run("bench-shared-upstream", func(js *jobsetv1alpha2.JobSet) {
+		js.Spec.VolumeClaimPolicies = []jobsetv1alpha2.VolumeClaimPolicy{{
+			Templates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: pvcSpec()}},
+		}}
+	}, nil)
+	return row{
+		what:     fmt.Sprintf("%d JobSets with one shared PVC each: all PVCs exist", n),
+		ours:     ours.Round(time.Millisecond).String(),
+		baseline: upstream.Round(time.Millisecond).String() + " upstream",
+		ratio:    fmt.Sprintf("%.2f", ours.Seconds()/upstream.Seconds()),
+		target:   "ratio <= 0.25",
+	}
+}
+
+// podWebhookLatency creates pods that the Pod webhook mutates, at 100 pods/s for 10 s, and
+// reads the webhook's admission latency from the apiserver's histogram.
+func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface) []row {
+	ns := namespace(ctx, b, c, "bench-podhook")
+	const rate, seconds = 100, 10
+	before, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(time.Second / rate)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for i := range rate * seconds {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: ns, Name: fmt.Sprintf("p-%d", i),
+					Labels: map[string]string{
+						contract.VolumeClaimsPerPodLabelKey: contract.EnabledValue, contract.JobSetNameLabelKey: "bench",
+						contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: strconv.Itoa(i / 10),
+					},
+					Annotations: map[string]string{
+						contract.VolumeClaimsPerPodVolumesAnnotationKey: "data", batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i % 10),
+					},
+				},
+				// Gated: the scheduler leaves them alone; only admission is measured.
+				Spec: corev1.PodSpec{
+					SchedulingGates: []corev1.PodSchedulingGate{{Name: "bench.jobset-addons.io/hold"}},
+					Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
+				},
+			}
+			if err := c.Create(ctx, pod); err != nil {
+				failed.Store(i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	failed.Range(func(k, v any) bool { b.Fatalf("pod %v: %v", k, v); return false })
+	after, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := after.minus(before)
+	return []row{
+		{what: fmt.Sprintf("Pod webhook latency p50 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.5)), target: "-"},
+		{what: fmt.Sprintf("Pod webhook latency p99 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.99)), target: "p99 <= 5ms"},
+	}
+}
+
+func fmtSeconds(s float64) string {
+	if math.IsInf(s, 1) {
+		return "+Inf"
+	}
+	return (time.Duration(s * float64(time.Second))).String()
+}
+
+// histogram is a Prometheus histogram: cumulative counts by upper bound.
+type histogram struct {
+	bounds []float64
+	counts map[float64]float64
+	count  float64
+}
+
+func (h histogram) minus(o histogram) histogram {
+	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count - o.count}
+	for _, le := range h.bounds {
+		out.counts[le] = h.counts[le] - o.counts[le]
+	}
+	return out
+}
+
+// quantile is the upper bound of the bucket holding quantile q: what a histogram can tell.
+func (h histogram) quantile(q float64) float64 {
+	for _, le := range h.bounds {
+		if h.counts[le] >= q*h.count {
+			return le
+		}
+	}
+	return math.Inf(1)
+}
+
+// webhookHistogram sums apiserver_admission_webhook_admission_duration_seconds of one webhook
+// (all operations and outcomes) from the apiserver's /metrics.
+func webhookHistogram(ctx context.Context, cs kubernetes.Interface, name string) (histogram, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return histogram{}, err
+	}
+	h := histogram{counts: map[float64]float64{}}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, `name="`+name+`"`) {
+			continue
+		}
+		value, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_bucket{"):
+			i := strings.Index(line, `le="`)
+			le, err := strconv.ParseFloat(line[i+4:i+4+strings.Index(line[i+4:], `"`)], 64)
+			if err != nil {
+				continue
+			}
+			if _, ok := h.counts[le]; !ok {
+				h.bounds = append(h.bounds, le)
+			}
+			h.counts[le] += value
+		case strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{"):
+			h.count += value
+		}
+	}
+	sort.Float64s(h.bounds)
+	return h, nil
+}
+
+// rssWithUnrelatedPods: the controller's resident memory with 20,000 pods that have nothing to
+// do with it, against none: its caches hold only its own objects.
+func rssWithUnrelatedPods(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) row {
+	rss := func() int {
+		time.Sleep(3 * time.Second) // let the informers settle
+		kib, err := testbed.ProcessRSS(tb, "volumeclaims")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return kib
+	}
+	base := rss()
+	ns := namespace(ctx, b, c, "bench-unrelated")
+	const n = 20000
+	if err := createParallel(n, 32, func(i int) error {
+		return c.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("u-%d", i), Labels: map[string]string{"app": "unrelated"}},
+			Spec: corev1.PodSpec{
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: "bench.jobset-addons.io/hold"}},
+				Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
+			},
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	with := rss()
+	return row{
+		what:     fmt.Sprintf("controller RSS with %d unrelated pods", n),
+		ours:     fmt.Sprintf("%.1f MiB", float64(with)/1024),
+		baseline: fmt.Sprintf("%.1f MiB none", float64(base)/1024),
+		ratio:    fmt.Sprintf("%+.1f%%", 100*(float64(with)/float64(base)-1)),
+		target:   "within 10%",
+	}
+}

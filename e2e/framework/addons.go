@@ -1,0 +1,80 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
+
+// WithAddon runs the add-on controller name on the testbed for the suite: it starts before the
+// first test with its webhooks registered from the chart, and stops after the last. probe, if
+// given, must pass before the tests start (it shows the webhooks answer).
+func WithAddon(e env.Environment, name string, probe func(ctx context.Context, c client.Client) error, args ...string) env.Environment {
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		panic(err)
+	}
+	return e.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: Scheme})
+		if err != nil {
+			return ctx, err
+		}
+		var p func(context.Context) error
+		if probe != nil {
+			p = func(ctx context.Context) error { return probe(ctx, c) }
+		}
+		return ctx, testbed.StartAddon(ctx, tb, name, p, args...)
+	}).Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		return ctx, testbed.StopAddon(ctx, tb, name)
+	})
+}
+
+// Objects decodes the YAML documents of file (kinds the Scheme knows) into objects.
+func Objects(t *testing.T, file string) []client.Object {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := serializer.NewCodecFactory(Scheme).UniversalDeserializer().Decode
+	var objs []client.Object
+	for i, doc := range bytes.Split(data, []byte("\n---")) {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s, document %d: %v", file, i, err)
+		}
+		o, ok := obj.(client.Object)
+		if !ok {
+			t.Fatalf("%s, document %d: %T is not an object", file, i, obj)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// CreateAll creates objs, tolerating objects (a namespace) that already exist.
+func CreateAll(ctx context.Context, t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatalf("creating %T %s: %v", o, client.ObjectKeyFromObject(o), err)
+		}
+	}
+}
+
+// Describe names an object for messages.
+func Describe(o client.Object) string {
+	return fmt.Sprintf("%T %s", o, client.ObjectKeyFromObject(o))
+}

@@ -1,0 +1,231 @@
+package volumeclaims_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// newJobSet is a JobSet with the policies annotation (none when policies is empty).
+func newJobSet(ns, name, policies string, rjobs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
+	js := &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjobs},
+	}
+	if policies != "" {
+		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: policies}
+	}
+	return js
+}
+
+// replicatedJob has replicas Jobs of completions pods (all at once), no retries, whose one
+// container mounts the volumes named mounts.
+func replicatedJob(name string, replicas, completions int32, mounts ...string) jobsetv1alpha2.ReplicatedJob {
+	c := corev1.Container{Name: "main", Image: "busybox"}
+	for _, m := range mounts {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m, MountPath: "/" + m})
+	}
+	return jobsetv1alpha2.ReplicatedJob{
+		Name:     name,
+		Replicas: replicas,
+		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism:  ptr.To(completions),
+			Completions:  ptr.To(completions),
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{c},
+			}},
+		}},
+	}
+}
+
+// podAnnotate sets an annotation on the pod templates of every ReplicatedJob of js.
+func podAnnotate(js *jobsetv1alpha2.JobSet, key, value string) {
+	for i := range js.Spec.ReplicatedJobs {
+		meta := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.ObjectMeta
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[key] = value
+	}
+}
+
+// perPodNames are the per-pod PVC names of a template for a ReplicatedJob, written out by the
+// convention <claim>-<jobset>-<replicatedJob>-<jobIndex>-<completionIndex> (not with the
+// contract's builder, so that the test checks the convention).
+func perPodNames(claim, jobSet, rj string, replicas, completions int) []string {
+	var names []string
+	for j := range replicas {
+		for p := range completions {
+			names = append(names, fmt.Sprintf("%s-%s-%s-%d-%d", claim, jobSet, rj, j, p))
+		}
+	}
+	return names
+}
+
+// claims lists the PVCs of the add-on for jobSet, by name.
+func claims(ctx context.Context, c client.Client, ns, jobSet string) (map[string]corev1.PersistentVolumeClaim, error) {
+	var list corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+		contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet,
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]corev1.PersistentVolumeClaim{}
+	for _, pvc := range list.Items {
+		if pvc.DeletionTimestamp.IsZero() {
+			out[pvc.Name] = pvc
+		}
+	}
+	return out, nil
+}
+
+// waitClaimsBound waits until exactly the PVCs names exist for jobSet and are Bound, and
+// returns their UIDs.
+func waitClaimsBound(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, names []string) map[string]types.UID {
+	t.Helper()
+	uids := map[string]types.UID{}
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("%d PVCs Bound for %s", len(names), jobSet), func(ctx context.Context) (bool, string, error) {
+		got, err := claims(ctx, c, ns, jobSet)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		bound := 0
+		for _, n := range names {
+			if pvc, ok := got[n]; ok && pvc.Status.Phase == corev1.ClaimBound {
+				bound++
+				uids[n] = pvc.UID
+			}
+		}
+		return bound == len(names) && len(got) == len(names), fmt.Sprintf("%d of %d Bound, %d exist: %v", bound, len(names), len(got), keys(got)), nil
+	})
+	return uids
+}
+
+// waitClaimsGone waits until none of names exists (or all are terminating).
+func waitClaimsGone(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, names []string) {
+	t.Helper()
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("PVCs of %s deleted", jobSet), func(ctx context.Context) (bool, string, error) {
+		got, err := claims(ctx, c, ns, jobSet)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		var left []string
+		for _, n := range names {
+			if _, ok := got[n]; ok {
+				left = append(left, n)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left: %v", left), nil
+	})
+}
+
+// expectClaimsStay checks for a few seconds that the PVCs of uids keep existing, unchanged.
+func expectClaimsStay(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, uids map[string]types.UID) {
+	t.Helper()
+	for range 15 {
+		got, err := claims(ctx, c, ns, jobSet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, uid := range uids {
+			if pvc, ok := got[n]; !ok || pvc.UID != uid {
+				t.Fatalf("PVC %s was deleted or replaced; retention says Retain", n)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
+	t.Helper()
+	framework.Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return false, err.Error(), nil
+		}
+		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
+	})
+}
+
+// checkPodVolumes checks that every pod of jobSet mounts, for each per-pod template, the PVC of
+// its own ReplicatedJob, Job index and completion index, and for each shared template the
+// shared PVC; it returns how many pods it checked.
+func checkPodVolumes(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, perPod map[string][]string, shared map[string]string) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		rj := pod.Labels[contract.ReplicatedJobNameLabelKey]
+		want := map[string]string{}
+		for _, tmpl := range perPod[rj] {
+			want[tmpl] = fmt.Sprintf("%s-%s-%s-%s-%s", tmpl, jobSet, rj, pod.Labels[contract.JobIndexLabelKey], pod.Annotations[batchv1.JobCompletionIndexAnnotation])
+		}
+		for tmpl, claim := range shared {
+			for _, ctr := range pod.Spec.Containers {
+				for _, m := range ctr.VolumeMounts {
+					if m.Name == tmpl {
+						want[tmpl] = claim
+					}
+				}
+			}
+		}
+		for tmpl, claim := range want {
+			found := false
+			for _, v := range pod.Spec.Volumes {
+				if v.Name == tmpl && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("pod %s: no volume %s of PVC %s; volumes %+v", pod.Name, tmpl, claim, pod.Spec.Volumes)
+			}
+		}
+	}
+	return len(pods.Items)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// delay makes the pods of js run for d, so that the test sees them and their PVCs before the
+// JobSet finishes.
+func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, testbed.DelayAnnotationKey, d) }
+
+// events lists the reasons of the Events about obj.
+func eventReasons(ctx context.Context, c client.Client, obj client.Object) (map[string]int, error) {
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == obj.GetUID() {
+			out[e.Reason]++
+		}
+	}
+	return out, nil
+}
