@@ -102,8 +102,8 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 	@for m in $(filter-out e2e,$(MODULES)); do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 
 .PHONY: e2e
-e2e: testbed-bins build ## e2e suites on the testbed (started for the run unless KUBECONFIG is set)
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 30m -v ./suites/... 2>&1 | $(ROOT)/hack/test-summary.sh
+e2e: testbed-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v ./suites/... 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: test
 test: ## Everything CI runs: verify, unit and integration, e2e on a fresh testbed, chart checks
@@ -123,9 +123,13 @@ $(TESTBEDCTL): FORCE
 tools: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
 
 .PHONY: bench
-bench: testbed-bins $(TESTBEDCTL) ## Benchmarks on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) ./bench/...'
+bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 30m ./bench/...'
 BENCHTIME ?= 2000x
+
+.PHONY: bench-volumeclaims
+bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a bare client and upstream JobSet; prints a table
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench VolumeClaims -benchtime 1x -timeout 30m ./bench/...'
 
 .PHONY: testbed-up
 testbed-up: testbed-bins $(TESTBEDCTL) ## Start the local testbed and print its KUBECONFIG

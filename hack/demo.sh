@@ -15,8 +15,8 @@ for c in volumeclaims resourceclaims sequencer podgroups; do
 done
 
 echo
-echo "== kubectl apply -f examples/"
-"$K" apply --server-side -f examples/
+echo "== kubectl apply -R -f examples/"
+"$K" apply --server-side -R -f examples/
 echo
 echo "== waiting for the example JobSets to finish"
 "$K" wait --for=condition=Completed jobsets --all -A --timeout=180s
@@ -25,8 +25,15 @@ echo
 echo "== nodes"
 "$K" get nodes -o wide
 echo
-echo "== JobSets, Jobs and pods"
-"$K" get jobsets,jobs,pods -A -l '!kwok.x-k8s.io/node' 2>/dev/null || "$K" get jobsets,jobs,pods -A
+echo "== JobSets"
+"$K" get jobsets -A
+echo
+echo "== PersistentVolumeClaims made by volumeclaims (the retained ones; shared ones with whenComplete: Delete are gone)"
+"$K" get pvc -A -l app.kubernetes.io/managed-by=volumeclaims.jobset-addons.io \
+	-L jobset.sigs.k8s.io/jobset-name,volumeclaims.jobset-addons.io/replicatedjob,volumeclaims.jobset-addons.io/job-index,volumeclaims.jobset-addons.io/pod-index
+echo
+echo "== what volumeclaims did, as Events on the JobSets"
+"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|JOBSET' | cut -c1-150
 echo
 echo "== leader election: one Lease per controller"
 "$K" get leases -n "$NS"

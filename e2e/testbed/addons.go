@@ -110,10 +110,11 @@ func StopAddon(ctx context.Context, c Config, name string) error {
 	return DeleteWebhooks(ctx, cs, manifests)
 }
 
-// chartWebhooks renders the chart's webhook configurations of one add-on.
+// chartWebhooks renders the chart with only the add-on name on, for its webhook configurations.
 func (c Config) chartWebhooks(ctx context.Context, name string) ([]byte, error) {
-	args := []string{"template", "jsa", filepath.Join(c.Root, "charts", "jobset-addons"),
-		"--namespace", AddonNamespace, "--show-only", "templates/webhooks.yaml"}
+	// The whole render: only its webhook configurations are used (--show-only fails on a
+	// template that renders nothing).
+	args := []string{"template", "jsa", filepath.Join(c.Root, "charts", "jobset-addons"), "--namespace", AddonNamespace}
 	for _, a := range Addons {
 		args = append(args, "--set", fmt.Sprintf("%s.enabled=%t", a, a == name))
 	}

@@ -50,11 +50,19 @@ func runControllerBinary(ctx context.Context, t *testing.T, cfg *envconf.Config,
 	health, metrics := freePort(t), freePort(t)
 	leaseName := name + ".jobset-addons.io"
 	var out bytes.Buffer
+	// A serving certificate of its own (external mode): the binary must not touch the webhook
+	// configurations or certificate Secret of an add-on another suite runs meanwhile.
+	certDir := t.TempDir()
+	if _, err := testbed.ServingCert(certDir); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin,
 		"--kubeconfig", cfg.KubeconfigFile(),
 		"--leader-election-namespace", "default",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
+		"--cert-mode", "external", "--cert-dir", certDir,
+		"--webhook-host", "127.0.0.1", fmt.Sprintf("--webhook-port=%d", freePort(t)),
 	)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -100,4 +100,5 @@ func TestStories(t *testing.T) {
 			}).Feature()
 		testenv.Test(t, f)
 	}
+	testenv.Test(t, metricsFeature())
 }

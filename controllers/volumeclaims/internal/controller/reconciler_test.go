@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+const policies = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenComplete: Delete}},
+ {targetReplicatedJobs: [w], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
+
+func jobSet(admitted bool, conditions ...metav1.Condition) *jobsetv1alpha2.JobSet {
+	js := &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: types.UID("uid-1"),
+			Annotations: map[string]string{contract.PoliciesAnnotationKey: policies}},
+		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+			Name: "w", Replicas: 2,
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+				Completions: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "main", VolumeMounts: []corev1.VolumeMount{{Name: "data"}, {Name: "ckpt"}},
+				}}}},
+			}},
+		}}},
+		Status: jobsetv1alpha2.JobSetStatus{Conditions: conditions},
+	}
+	if admitted {
+		js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] = contract.EnabledValue
+	}
+	return js
+}
+
+func run(t *testing.T, objs ...client.Object) ([]string, []string) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&jobsetv1alpha2.JobSet{}).Build()
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}}); err != nil {
+		t.Fatal(err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := c.List(context.Background(), &pvcs); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pvcs.Items {
+		names = append(names, p.Name)
+	}
+	close(rec.Events)
+	var reasons []string
+	for e := range rec.Events {
+		reasons = append(reasons, e)
+	}
+	return names, reasons
+}
+
+func TestReconcile(t *testing.T) {
+	all := []string{"ckpt-train-w-0-0", "ckpt-train-w-0-1", "ckpt-train-w-1-0", "ckpt-train-w-1-1", "data-train"}
+	completed := metav1.Condition{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}
+	cases := map[string]struct {
+		objs        []client.Object
+		wantClaims  []string
+		wantReasons []string
+	}{
+		"admitted: every PVC created": {
+			objs:        []client.Object{jobSet(true)},
+			wantClaims:  all,
+			wantReasons: []string{"Normal VolumeClaimsCreated Created 5 PersistentVolumeClaims: "},
+		},
+		"admitted before the webhook ran: nothing created, a warning": {
+			objs:        []client.Object{jobSet(false)},
+			wantReasons: []string{"Warning NotAdmitted "},
+		},
+		"completed: nothing created": {
+			objs: []client.Object{jobSet(true, completed)},
+		},
+		"completed: shared PVC with whenComplete Delete deleted, per-pod kept": {
+			objs: func() []client.Object {
+				js := jobSet(true, completed)
+				objs := []client.Object{js}
+				ps, _, _ := policy.Parse(js)
+				claims, _ := policy.Claims(js, ps)
+				for _, c := range claims {
+					objs = append(objs, c.PVC(js))
+				}
+				return objs
+			}(),
+			wantClaims:  all[:4],
+			wantReasons: []string{"Normal VolumeClaimsDeleted Deleted 1 PersistentVolumeClaims by retention: data-train"},
+		},
+		"a user's PVC of the shared name is neither deleted nor relabelled": {
+			objs:       []client.Object{jobSet(true, completed), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train"}}},
+			wantClaims: []string{"data-train"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claims, reasons := run(t, tc.objs...)
+			if diff := cmp.Diff(tc.wantClaims, claims); diff != "" {
+				t.Errorf("PVCs (-want +got):\n%s", diff)
+			}
+			if len(reasons) != len(tc.wantReasons) {
+				t.Fatalf("events %q, want %q", reasons, tc.wantReasons)
+			}
+			for i, want := range tc.wantReasons {
+				if len(reasons[i]) < len(want) || reasons[i][:len(want)] != want {
+					t.Errorf("event %q, want it to start with %q", reasons[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestAction is the retention table.
+func TestAction(t *testing.T) {
+	del, keepR := contract.RetentionPolicyDelete, contract.RetentionPolicyRetain
+	shared := policy.Claim{Name: "s", Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: keepR, WhenDeleted: del}}
+	perPod := policy.Claim{Name: "p", ReplicatedJob: "w", Targets: []string{"w", "v"}, Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: del}}
+	cases := map[string]struct {
+		st   state
+		c    policy.Claim
+		want action
+	}{
+		"running: shared kept":                   {st: state{}, c: shared, want: keep},
+		"completed: shared deleted":              {st: state{completed: true}, c: shared, want: drop},
+		"failed, whenFailed Retain: shared left": {st: state{failed: true}, c: shared, want: leave},
+		"one target done: per-pod kept":          {st: state{succeeded: set("w")}, c: perPod, want: keep},
+		"all targets done: per-pod deleted":      {st: state{succeeded: set("w", "v")}, c: perPod, want: drop},
+		"failed for good: per-pod deleted":       {st: state{failed: true, succeeded: set("w")}, c: perPod, want: drop},
+		"restarting (not Failed): per-pod kept":  {st: state{}, c: perPod, want: keep},
+		"completed, per-pod Retain: left":        {st: state{completed: true}, c: policy.Claim{ReplicatedJob: "w", Targets: []string{"w"}}, want: leave},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.st.succeeded == nil {
+				tc.st.succeeded = set()
+			}
+			if got := tc.st.action(tc.c); got != tc.want {
+				t.Errorf("action = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func set(names ...string) sets.Set[string] { return sets.New(names...) }
