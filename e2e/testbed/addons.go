@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // Addons are the controllers of this repository, in the order their ports are given.
@@ -38,11 +36,7 @@ func StartAddon(ctx context.Context, c Config, name string, probe func(context.C
 	if err != nil {
 		return err
 	}
-	rc, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := c.Clientset()
 	if err != nil {
 		return err
 	}
@@ -95,11 +89,7 @@ func StopAddon(ctx context.Context, c Config, name string) error {
 	if !healthy(ctx, c) {
 		return nil
 	}
-	rc, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := c.Clientset()
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,15 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 	return rc, nil
 }
 
+// Clientset is a clientset for the testbed's kubeconfig.
+func (c Config) Clientset() (kubernetes.Interface, error) {
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
 // Up starts the testbed, or finishes starting one that is partly up, and returns once the
 // nodes are Ready and JobSet's webhooks answer.
 func Up(ctx context.Context, c Config, log func(string, ...any)) error {
