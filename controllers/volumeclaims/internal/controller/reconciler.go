@@ -39,10 +39,19 @@ type Reconciler struct {
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
 
-	// known holds, per JobSet UID, the PVC names already created or reused, so that a
-	// reconcile that runs before the cache has caught up does not try them again.
-	mu    sync.Mutex
-	known map[types.UID]sets.Set[string]
+	// pending holds, per JobSet, the PVCs created or found (a user's) that the cache does not
+	// show yet, so that a reconcile that runs before the cache has caught up does not create
+	// them again. A name leaves it once the cache shows the PVC, so a PVC of ours that someone
+	// deletes while the JobSet runs is created again.
+	mu      sync.Mutex
+	pending map[types.NamespacedName]*pendingClaims
+}
+
+type pendingClaims struct {
+	uid types.UID
+	// names are created or found but not in the cache yet; seen were all accounted for
+	// (created or reused), so that reuse is told once.
+	names, seen sets.Set[string]
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
@@ -76,12 +85,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if !js.DeletionTimestamp.IsZero() {
-		r.forget(js.UID) // whenDeleted is the garbage collector's, by owner reference
+		r.forget(req.NamespacedName) // whenDeleted is the garbage collector's, by owner reference
 		return ctrl.Result{}, nil
 	}
 	policies, ok, errs := policy.Parse(js)
@@ -136,7 +148,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
 // Delete) the add-on's PVCs that an earlier JobSet of the same name left.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
-	known := r.knownFor(js.UID)
+	key := client.ObjectKeyFromObject(js)
+	pending, seen := r.pendingFor(key, js.UID)
 	var created, reused, failed result
 	r.parallel(claims, func(c policy.Claim) {
 		if pvc, ok := existing[c.Name]; ok {
@@ -149,15 +162,15 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 					return
 				}
 			}
-			if !known.Has(c.Name) && pvc.CreationTimestamp.Before(&js.CreationTimestamp) {
+			if !seen.Has(c.Name) && pvc.CreationTimestamp.Before(&js.CreationTimestamp) {
 				reused.add(c, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
-			r.remember(js.UID, c.Name)
+			r.settle(key, c.Name)
 			return
 		}
-		if known.Has(c.Name) {
-			return // created or reused by an earlier reconcile; the cache has not seen it yet
+		if pending.Has(c.Name) {
+			return // created or found by an earlier reconcile; the cache has not shown it yet
 		}
 		err := r.Client.Create(ctx, c.PVC(js))
 		switch {
@@ -174,7 +187,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			reconcileErrors.WithLabelValues("create").Inc()
 			return
 		}
-		r.remember(js.UID, c.Name)
+		r.remember(key, c.Name)
 	})
 	if n := created.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
@@ -235,28 +248,45 @@ func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool 
 	return false
 }
 
-func (r *Reconciler) knownFor(uid types.UID) sets.Set[string] {
+// pendingFor returns the pending and seen names of the JobSet key, forgetting those of an
+// earlier JobSet of the same name.
+func (r *Reconciler) pendingFor(key types.NamespacedName, uid types.UID) (pending, seen sets.Set[string]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.known[uid].Clone()
+	if r.pending == nil {
+		r.pending = map[types.NamespacedName]*pendingClaims{}
+	}
+	p := r.pending[key]
+	if p == nil || p.uid != uid {
+		p = &pendingClaims{uid: uid, names: sets.New[string](), seen: sets.New[string]()}
+		r.pending[key] = p
+	}
+	return p.names.Clone(), p.seen.Clone()
 }
 
-func (r *Reconciler) remember(uid types.UID, name string) {
+func (r *Reconciler) remember(key types.NamespacedName, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.known == nil {
-		r.known = map[types.UID]sets.Set[string]{}
+	if p := r.pending[key]; p != nil {
+		p.names.Insert(name)
+		p.seen.Insert(name)
 	}
-	if r.known[uid] == nil {
-		r.known[uid] = sets.New[string]()
-	}
-	r.known[uid].Insert(name)
 }
 
-func (r *Reconciler) forget(uid types.UID) {
+// settle drops name from the pending names: the cache shows it.
+func (r *Reconciler) settle(key types.NamespacedName, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.known, uid)
+	if p := r.pending[key]; p != nil {
+		p.names.Delete(name)
+		p.seen.Insert(name)
+	}
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, key)
 }
 
 // state is what the JobSet's status says for retention.

@@ -163,3 +163,40 @@ func TestAction(t *testing.T) {
 }
 
 func set(names ...string) sets.Set[string] { return sets.New(names...) }
+
+// TestDeletedClaimCreatedAgain: a PVC of ours that someone deletes while the JobSet runs is
+// created again, and reconciles that change nothing emit nothing.
+func TestDeletedClaimCreatedAgain(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	js := jobSet(true)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}}
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ckpt-train-w-1-0"}}
+	if err := c.Delete(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+		t.Fatalf("the deleted PVC was not created again: %v", err)
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if len(got) != 2 || got[1] != "Normal VolumeClaimsCreated Created 1 PersistentVolumeClaims: ckpt-train-w-1-0" {
+		t.Errorf("events %q, want the first creation and then one PVC created again", got)
+	}
+}
