@@ -6,39 +6,18 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-func clientset(b *testing.B) kubernetes.Interface {
-	b.Helper()
-	kc := os.Getenv("KUBECONFIG")
-	if kc == "" {
-		b.Fatal("KUBECONFIG is not set: run through `make bench`")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc.QPS, rc.Burst = -1, 0 // unthrottled: measure the apiserver, not client-go's limiter
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return cs
-}
 
 // BenchmarkAPIServerCreate creates ConfigMaps, from one client and from 16 concurrent ones,
 // and reports creates per second: the ceiling any add-on's object creation runs into.
 func BenchmarkAPIServerCreate(b *testing.B) {
-	cs := clientset(b)
+	_, cs, _ := clients(b)
 	ctx := context.Background()
 	for _, workers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", workers), func(b *testing.B) {

@@ -49,13 +49,13 @@ func clients(b *testing.B) (client.Client, kubernetes.Interface, testbed.Config)
 	b.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
-		b.Fatal("KUBECONFIG is not set: run through `make bench-volumeclaims`")
+		b.Fatal("KUBECONFIG is not set: run through `make bench` or `make bench-volumeclaims`")
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rc.QPS, rc.Burst = -1, 0
+	rc.QPS, rc.Burst = -1, 0 // unthrottled: measure the apiserver, not client-go's limiter
 	c, err := client.New(rc, client.Options{Scheme: framework.Scheme})
 	if err != nil {
 		b.Fatal(err)
