@@ -129,7 +129,8 @@ BENCHTIME ?= 2000x
 
 .PHONY: bench-volumeclaims
 bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a bare client and upstream JobSet; prints a table
-	cd controllers/volumeclaims && GOWORK=off go test -run '^$$' -bench 'PodWebhook' -benchtime 1x ./internal/webhook/
+	cd controllers/volumeclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkPodWebhook$$' -benchmem ./internal/webhook/ && \
+		GOWORK=off go test -run '^$$' -bench 'PodWebhookOverTLS' -benchtime 1x ./internal/webhook/
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench VolumeClaims -benchtime 1x -timeout 30m ./bench/...'
 
 .PHONY: testbed-up
