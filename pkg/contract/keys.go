@@ -102,6 +102,11 @@ const (
 	// webhook needs nothing but the pod itself.
 	VolumeClaimsPerPodVolumesAnnotationKey = "volumeclaims." + Domain + "/per-pod-volumes"
 
+	// VolumeClaimJobSetUIDAnnotationKey is an annotation on every PVC volumeclaims creates: the UID
+	// of the JobSet it was created for, so that a PVC left by an earlier JobSet of the same name
+	// is told apart from one made for this one.
+	VolumeClaimJobSetUIDAnnotationKey = "volumeclaims." + Domain + "/jobset-uid"
+
 	// VolumeClaimsPlaceholderClaimName is the claimName of the volume that the volumeclaims JobSet
 	// webhook puts in a targeted pod template for each per-pod template (a Job's pod template
 	// must name a volume for every volumeMount). The Pod webhook replaces it with the pod's own

@@ -136,7 +136,7 @@ func TestKeys(t *testing.T) {
 		"JobCompletionIndexAnnotationKey": JobCompletionIndexAnnotationKey, "JobCompletionIndexLabelKey": JobCompletionIndexLabelKey,
 		"PoliciesAnnotationKey": PoliciesAnnotationKey, "VolumeClaimTemplateLabelKey": VolumeClaimTemplateLabelKey,
 		"VolumeClaimReplicatedJobLabelKey": VolumeClaimReplicatedJobLabelKey, "VolumeClaimJobIndexLabelKey": VolumeClaimJobIndexLabelKey,
-		"VolumeClaimPodIndexLabelKey": VolumeClaimPodIndexLabelKey, "VolumeClaimsPerPodLabelKey": VolumeClaimsPerPodLabelKey, "VolumeClaimsPerPodVolumesAnnotationKey": VolumeClaimsPerPodVolumesAnnotationKey, "VolumeClaimsPlaceholderClaimName": VolumeClaimsPlaceholderClaimName,
+		"VolumeClaimPodIndexLabelKey": VolumeClaimPodIndexLabelKey, "VolumeClaimsPerPodLabelKey": VolumeClaimsPerPodLabelKey, "VolumeClaimsPerPodVolumesAnnotationKey": VolumeClaimsPerPodVolumesAnnotationKey, "VolumeClaimsPlaceholderClaimName": VolumeClaimsPlaceholderClaimName, "VolumeClaimJobSetUIDAnnotationKey": VolumeClaimJobSetUIDAnnotationKey,
 		"VolumeClaimsAdmittedAnnotationKey": VolumeClaimsAdmittedAnnotationKey, "TemplatesAnnotationKey": TemplatesAnnotationKey,
 		"ResourceClaimsEnabledLabelKey": ResourceClaimsEnabledLabelKey, "ResourceClaimTemplateLabelKey": ResourceClaimTemplateLabelKey,
 		"ExecutionPolicyAnnotationKey": ExecutionPolicyAnnotationKey, "WaitForAnnotationKey": WaitForAnnotationKey,

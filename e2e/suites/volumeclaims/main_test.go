@@ -20,7 +20,7 @@ import (
 var testenv env.Environment
 
 func TestMain(m *testing.M) {
-	testenv = framework.WithAddon(framework.NewEnvironment(), "volumeclaims", probe)
+	testenv = framework.WithAddon(framework.NewEnvironment(), "volumeclaims", probe, "--log-level=2")
 	os.Exit(testenv.Run(m))
 }
 

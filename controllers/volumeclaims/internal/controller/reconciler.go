@@ -93,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if !js.DeletionTimestamp.IsZero() {
+		log.V(2).Info("Skipping a JobSet being deleted", "uid", js.UID)
 		r.forget(req.NamespacedName) // whenDeleted is the garbage collector's, by owner reference
 		return ctrl.Result{}, nil
 	}
@@ -131,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	st := stateOf(js)
+	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)
 	var ensure, remove []policy.Claim
 	for _, c := range claims {
 		switch st.action(c) {
@@ -162,7 +164,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 					return
 				}
 			}
-			if !seen.Has(c.Name) && pvc.CreationTimestamp.Before(&js.CreationTimestamp) {
+			if !seen.Has(c.Name) && pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) {
 				reused.add(c, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}

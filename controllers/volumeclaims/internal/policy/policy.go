@@ -120,7 +120,8 @@ func ReplicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.Repli
 }
 
 // PVC is the object to create for c in js's namespace: the template's spec, labels and
-// annotations, the add-on's labels, and an owner reference to js only for whenDeleted Delete.
+// annotations, the add-on's labels, js's UID, and an owner reference to js only for
+// whenDeleted Delete.
 func (c Claim) PVC(js *jobsetv1alpha2.JobSet) *corev1.PersistentVolumeClaim {
 	labels := map[string]string{}
 	for k, v := range c.Template.Labels {
@@ -129,12 +130,17 @@ func (c Claim) PVC(js *jobsetv1alpha2.JobSet) *corev1.PersistentVolumeClaim {
 	for k, v := range c.Labels(js.Name) {
 		labels[k] = v
 	}
+	annotations := map[string]string{}
+	for k, v := range c.Template.Annotations {
+		annotations[k] = v
+	}
+	annotations[contract.VolumeClaimJobSetUIDAnnotationKey] = string(js.UID)
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        c.Name,
 			Namespace:   js.Namespace,
 			Labels:      labels,
-			Annotations: c.Template.Annotations,
+			Annotations: annotations,
 		},
 		Spec: *c.Template.Spec.DeepCopy(),
 	}
