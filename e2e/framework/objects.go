@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 )
 
 type namespaceKey struct{}
@@ -49,4 +50,10 @@ func WaitPodRunning(ctx context.Context, t *testing.T, c client.Client, pod *cor
 		}
 		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s, conditions %+v", pod.Status.Phase, pod.Status.Conditions), nil
 	})
+}
+
+// NamespacedFeature is a feature of one assessment, run in a namespace of its own that is
+// deleted afterwards.
+func NamespacedFeature(name, assessment string, fn features.Func) features.Feature {
+	return features.New(name).WithSetup("namespace", Namespace).Assess(assessment, fn).Teardown(DeleteNamespace).Feature()
 }

@@ -107,43 +107,40 @@ func TestBadInputRefused(t *testing.T) {
 // TestPoliciesImmutable: the annotation can be neither changed, added nor removed by an update.
 func TestPoliciesImmutable(t *testing.T) {
 	valid := `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}]}]`
-	f := features.New("the policies annotation is immutable").
-		WithSetup("namespace", framework.Namespace).
-		Assess("changes refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := framework.Client(t, cfg)
-			ns := framework.NamespaceFrom(ctx)
-			js := newJobSet(ns, "fixed", valid, replicatedJob("a", 1, 1, "data"))
-			delay(js, "1h")
-			plain := newJobSet(ns, "plain", "", replicatedJob("a", 1, 1, "data"))
-			delay(plain, "1h")
-			framework.CreateAll(ctx, t, c, js, plain)
-			for name, edit := range map[string]func() client.Object{
-				"changed": func() client.Object {
-					js.Annotations[contract.PoliciesAnnotationKey] = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}}]}]`
-					return js
-				},
-				"removed": func() client.Object { delete(js.Annotations, contract.PoliciesAnnotationKey); return js },
-				"added": func() client.Object {
-					plain.Annotations = map[string]string{contract.PoliciesAnnotationKey: valid}
-					return plain
-				},
-			} {
-				// JobSet writes its status meanwhile: retry conflicts, which come before admission.
-				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
-						return err
-					}
-					if err := c.Get(ctx, client.ObjectKeyFromObject(plain), plain); err != nil {
-						return err
-					}
-					return c.Update(ctx, edit())
-				})
-				if err == nil || !strings.Contains(err.Error(), annotationPath) {
-					t.Errorf("%s: update = %v, want refused at %s", name, err, annotationPath)
+	f := framework.NamespacedFeature("the policies annotation is immutable", "changes refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "fixed", valid, replicatedJob("a", 1, 1, "data"))
+		delay(js, "1h")
+		plain := newJobSet(ns, "plain", "", replicatedJob("a", 1, 1, "data"))
+		delay(plain, "1h")
+		framework.CreateAll(ctx, t, c, js, plain)
+		for name, edit := range map[string]func() client.Object{
+			"changed": func() client.Object {
+				js.Annotations[contract.PoliciesAnnotationKey] = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}}]}]`
+				return js
+			},
+			"removed": func() client.Object { delete(js.Annotations, contract.PoliciesAnnotationKey); return js },
+			"added": func() client.Object {
+				plain.Annotations = map[string]string{contract.PoliciesAnnotationKey: valid}
+				return plain
+			},
+		} {
+			// JobSet writes its status meanwhile: retry conflicts, which come before admission.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+					return err
 				}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(plain), plain); err != nil {
+					return err
+				}
+				return c.Update(ctx, edit())
+			})
+			if err == nil || !strings.Contains(err.Error(), annotationPath) {
+				t.Errorf("%s: update = %v, want refused at %s", name, err, annotationPath)
 			}
-			return ctx
-		}).
-		Teardown(framework.DeleteNamespace).Feature()
+		}
+		return ctx
+	})
 	testenv.Test(t, f)
 }

@@ -46,21 +46,18 @@ func webhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config) map[st
 // TestPlainJobSetNeverReachesWebhooks: a JobSet without policies, and its pods, run without
 // any call to the add-on's webhooks.
 func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
-	f := features.New("a JobSet without the annotation never reaches the webhooks").
-		WithSetup("namespace", framework.Namespace).
-		Assess("no webhook call", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := framework.Client(t, cfg)
-			before := webhookCalls(ctx, t, cfg)
-			js := newJobSet(framework.NamespaceFrom(ctx), "plain", "", replicatedJob("w", 2, 2, "data"))
-			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-			framework.CreateAll(ctx, t, c, js)
-			waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
-			if after := webhookCalls(ctx, t, cfg); fmt.Sprint(after) != fmt.Sprint(before) {
-				t.Errorf("webhook calls went from %v to %v", before, after)
-			}
-			return ctx
-		}).
-		Teardown(framework.DeleteNamespace).Feature()
+	f := framework.NamespacedFeature("a JobSet without the annotation never reaches the webhooks", "no webhook call", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		before := webhookCalls(ctx, t, cfg)
+		js := newJobSet(framework.NamespaceFrom(ctx), "plain", "", replicatedJob("w", 2, 2, "data"))
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		framework.CreateAll(ctx, t, c, js)
+		waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		if after := webhookCalls(ctx, t, cfg); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("webhook calls went from %v to %v", before, after)
+		}
+		return ctx
+	})
 	testenv.Test(t, f)
 }
 
