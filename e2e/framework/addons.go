@@ -3,7 +3,6 @@ package framework
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -72,9 +71,4 @@ func CreateAll(ctx context.Context, t *testing.T, c client.Client, objs ...clien
 			t.Fatalf("creating %T %s: %v", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
-}
-
-// Describe names an object for messages.
-func Describe(o client.Object) string {
-	return fmt.Sprintf("%T %s", o, client.ObjectKeyFromObject(o))
 }

@@ -45,22 +45,22 @@ func RegisterWebhooks(ctx context.Context, cs kubernetes.Interface, manifests []
 		}
 		return false
 	}
+	edit := func(cc *admissionv1.WebhookClientConfig, rules []admissionv1.RuleWithOperations, selector **metav1.LabelSelector) {
+		clientConfig(cc)
+		if edits.PodSelector != nil && onPods(rules) {
+			*selector = edits.PodSelector
+		}
+	}
 	return eachWebhookConfiguration(manifests, func(m *admissionv1.MutatingWebhookConfiguration) error {
 		m.Name = edits.Prefix + m.Name
 		for i := range m.Webhooks {
-			clientConfig(&m.Webhooks[i].ClientConfig)
-			if edits.PodSelector != nil && onPods(m.Webhooks[i].Rules) {
-				m.Webhooks[i].ObjectSelector = edits.PodSelector
-			}
+			edit(&m.Webhooks[i].ClientConfig, m.Webhooks[i].Rules, &m.Webhooks[i].ObjectSelector)
 		}
 		return upsert(ctx, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), m)
 	}, func(v *admissionv1.ValidatingWebhookConfiguration) error {
 		v.Name = edits.Prefix + v.Name
 		for i := range v.Webhooks {
-			clientConfig(&v.Webhooks[i].ClientConfig)
-			if edits.PodSelector != nil && onPods(v.Webhooks[i].Rules) {
-				v.Webhooks[i].ObjectSelector = edits.PodSelector
-			}
+			edit(&v.Webhooks[i].ClientConfig, v.Webhooks[i].Rules, &v.Webhooks[i].ObjectSelector)
 		}
 		return upsert(ctx, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), v)
 	})
