@@ -54,9 +54,11 @@ func FuzzParseNetworkTopology(f *testing.F) {
 	}, ParseNetworkTopology, marshalAny)
 }
 
-func FuzzParseReleasedStages(f *testing.F) {
-	fuzzParser(f, []string{"[]", "[1]", "[3,1,2]", "- 2\n", "[0]", "[1,1]", `["1"]`, "{}", "", "[1.5]", "[-1]"},
-		ParseReleasedStages, func(r ReleasedStages) (string, error) { return r.String(), nil })
+func FuzzParseReleased(f *testing.F) {
+	fuzzParser(f, []string{`{"restartAttempt":0,"replicatedJobs":[]}`, `{"replicatedJobs":["a","b"]}`,
+		"restartAttempt: 2\nreplicatedJobs: [node]\n", `{"restartAttempt":-1}`, `{"replicatedJobs":["a","a"]}`,
+		`{"replicatedJobs":[""]}`, `{"stages":[1]}`, "[1]", "", "null", `{"restartAttempt":"1"}`},
+		ParseReleased, func(r Released) (string, error) { return r.String(), nil })
 }
 
 func FuzzParseExecutionPolicy(f *testing.F) {

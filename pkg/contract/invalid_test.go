@@ -38,7 +38,7 @@ var (
 	dependsOnParser = parser{errorsOf(ParseDependsOn), ReplicatedJobAnnotationPath(1, DependsOnAnnotationKey)}
 	policyParser    = parser{errorsOf(ParseExecutionPolicy), JobSetAnnotationPath(ExecutionPolicyAnnotationKey)}
 	waitForParser   = parser{errorsOf(ParseWaitFor), JobSetAnnotationPath(WaitForAnnotationKey)}
-	releasedParser  = parser{errorsOf(ParseReleasedStages), JobSetAnnotationPath(ReleasedAnnotationKey)}
+	releasedParser  = parser{errorsOf(ParseReleased), JobSetAnnotationPath(ReleasedAnnotationKey)}
 	schedulerParser = parser{errorsOf(ParseScheduler), JobSetAnnotationPath(SchedulerAnnotationKey)}
 	topologyParser  = parser{errorsOf(ParseNetworkTopology), JobSetAnnotationPath(NetworkTopologyAnnotationKey)}
 )
@@ -294,20 +294,20 @@ func TestInvalidValues(t *testing.T) {
 		},
 
 		// sequencer.jobset-addons.io/released
-		"released: stage 0": {
+		"released: negative attempt": {
 			parser:   releasedParser,
-			value:    "[0]",
-			wantErrs: []fieldErr{{invalid, rel + "[0]"}},
+			value:    `{"restartAttempt":-1,"replicatedJobs":["node"]}`,
+			wantErrs: []fieldErr{{invalid, rel + ".restartAttempt"}},
 		},
-		"released: stage repeated": {
+		"released: ReplicatedJob repeated": {
 			parser:   releasedParser,
-			value:    "[1,2,1]",
-			wantErrs: []fieldErr{{duplicate, rel + "[2]"}},
+			value:    `{"replicatedJobs":["a","b","a"]}`,
+			wantErrs: []fieldErr{{duplicate, rel + ".replicatedJobs[2]"}},
 		},
-		"released: stage as a string": {
+		"released: name as a number": {
 			parser:   releasedParser,
-			value:    `[1,"2"]`,
-			wantErrs: []fieldErr{{typeInvalid, rel + "[1]"}},
+			value:    `{"replicatedJobs":["a",2]}`,
+			wantErrs: []fieldErr{{typeInvalid, rel + ".replicatedJobs[1]"}},
 		},
 
 		// podgroups.jobset-addons.io/scheduler

@@ -154,9 +154,10 @@ const (
 	DependsOnAnnotationKey = "sequencer." + Domain + "/depends-on"
 
 	// ReleasedAnnotationKey is a JobSet annotation written by the sequencer controller (users read
-	// it, never write it): the indexes of the stages it has released, a JSON list such as [1,2].
-	// Parse it with ParseReleasedStages, write it with ReleasedStages.String. podgroups creates a
-	// gated stage's PodGroup only once the stage is listed here.
+	// it, never write it): the ReplicatedJobs whose pods it has released in the current restart
+	// attempt, as JSON such as {"restartAttempt":0,"replicatedJobs":["node"]}. Parse it with
+	// ParseReleased, write it with Released.String. podgroups creates a gated stage's PodGroup
+	// only once Released.StageReleased says so for the current attempt.
 	ReleasedAnnotationKey = "sequencer." + Domain + "/released"
 
 	// SequencerSchedulingGateValue is the name of the pod scheduling gate

@@ -103,61 +103,89 @@ func validateDependencies(deps []Dependency, path *field.Path, defaultStatus Dep
 	return errs
 }
 
-// ReleasedStages is the value of the ReleasedAnnotationKey annotation: the indexes of the stages
-// (see Stages) that the sequencer has released, ascending and without repeats. Stage 0 waits for
-// nothing and is never listed. It is written as a JSON list, such as [1,2].
-type ReleasedStages []int
-
-// Has tells whether stage i is released. Stage 0 always is.
-func (r ReleasedStages) Has(i int) bool {
-	if i == 0 {
-		return true
-	}
-	_, found := slices.BinarySearch(r, i)
-	return found
+// Released is the value of the ReleasedAnnotationKey annotation, written by the sequencer
+// controller: the ReplicatedJobs whose pods it has released (removed its scheduling gate from)
+// in one restart attempt of the JobSet. A ReplicatedJob of stage 0, or of a stage that is not
+// Gated, is never listed. After a restart the sequencer starts the list again, for the new
+// attempt. It is written as JSON, such as {"restartAttempt":1,"replicatedJobs":["node"]}.
+type Released struct {
+	// RestartAttempt is the JobSet restart attempt (jobset.sigs.k8s.io/restart-attempt of its
+	// Jobs, the JobSet's status.restarts) the list is for.
+	RestartAttempt int32 `json:"restartAttempt"`
+	// ReplicatedJobs are the released ReplicatedJobs, without repeats, in the order released.
+	ReplicatedJobs []string `json:"replicatedJobs"`
 }
 
-// With returns the stages with stage i added, keeping them sorted. It does not modify r.
-func (r ReleasedStages) With(i int) ReleasedStages {
-	if i == 0 || r.Has(i) {
-		return r
+// Has tells whether the ReplicatedJob is listed.
+func (r Released) Has(replicatedJob string) bool {
+	return slices.Contains(r.ReplicatedJobs, replicatedJob)
+}
+
+// StageReleased tells whether every ReplicatedJob of the stage may run: stage 0 and a stage
+// that is not Gated always may; a Gated stage once all its ReplicatedJobs are listed.
+func (r Released) StageReleased(s Stage) bool {
+	if s.Index == 0 || !s.Gated {
+		return true
 	}
-	out := append(slices.Clone(r), i)
-	slices.Sort(out)
+	for _, name := range s.ReplicatedJobs {
+		if !r.Has(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// With returns r with the ReplicatedJobs appended that it does not list yet. It does not
+// modify r.
+func (r Released) With(replicatedJobs ...string) Released {
+	out := Released{RestartAttempt: r.RestartAttempt, ReplicatedJobs: slices.Clone(r.ReplicatedJobs)}
+	for _, name := range replicatedJobs {
+		if !out.Has(name) {
+			out.ReplicatedJobs = append(out.ReplicatedJobs, name)
+		}
+	}
 	return out
 }
 
-// String is the annotation value: a JSON list such as [1,2] ([] when empty).
-func (r ReleasedStages) String() string {
-	if r == nil {
-		r = ReleasedStages{}
+// String is the annotation value: JSON such as {"restartAttempt":0,"replicatedJobs":["node"]}
+// (an empty list is written as []).
+func (r Released) String() string {
+	if r.ReplicatedJobs == nil {
+		r.ReplicatedJobs = []string{}
 	}
-	b, _ := json.Marshal([]int(r))
+	b, _ := json.Marshal(r)
 	return string(b)
 }
 
-// ParseReleasedStages parses the value of the ReleasedAnnotationKey annotation: a JSON (or YAML)
-// list of stage indexes, each at least 1, without repeats. They are returned sorted. An absent
-// annotation means nothing is released yet; the empty value is refused.
-func ParseReleasedStages(value string, path *field.Path) (ReleasedStages, field.ErrorList) {
-	var list []int
-	decodeErrs := decodeStrict(value, path, &list)
+// ParseReleased parses the value of the ReleasedAnnotationKey annotation strictly: a JSON (or
+// YAML) object {restartAttempt, replicatedJobs}. The attempt may not be negative; names are
+// required and may not repeat. An absent annotation means nothing is released yet; the empty
+// value is refused.
+func ParseReleased(value string, path *field.Path) (Released, field.ErrorList) {
+	var r *Released
+	decodeErrs := decodeStrict(value, path, &r)
 	var errs field.ErrorList
-	if len(decodeErrs) == 0 && list == nil {
-		errs = append(errs, field.Required(path, "must be a list of stage indexes"))
+	if len(decodeErrs) == 0 && r == nil {
+		errs = append(errs, field.Required(path, "must be an object {restartAttempt, replicatedJobs}"))
 	}
-	seen := map[int]bool{}
-	for i, s := range list {
-		if s < 1 {
-			errs = append(errs, field.Invalid(path.Index(i), s, "must be a stage index greater than 0 (stage 0 is never held back)"))
-		} else if seen[s] {
-			errs = append(errs, field.Duplicate(path.Index(i), s))
+	if r == nil {
+		r = &Released{}
+	}
+	if r.RestartAttempt < 0 {
+		errs = append(errs, field.Invalid(path.Child("restartAttempt"), r.RestartAttempt, "must not be negative"))
+	}
+	seen := map[string]bool{}
+	for i, name := range r.ReplicatedJobs {
+		p := path.Child("replicatedJobs").Index(i)
+		if name == "" {
+			errs = append(errs, field.Required(p, "the name of a ReplicatedJob"))
+		} else if seen[name] {
+			errs = append(errs, field.Duplicate(p, name))
 		}
-		seen[s] = true
+		seen[name] = true
 	}
 	if errs = joinErrors(decodeErrs, errs); len(errs) > 0 {
-		return nil, errs
+		return Released{}, errs
 	}
-	slices.Sort(list)
-	return ReleasedStages(list), nil
+	return *r, nil
 }

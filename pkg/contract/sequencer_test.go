@@ -77,61 +77,81 @@ func TestParseEnums(t *testing.T) {
 	}
 }
 
-func TestReleasedStages(t *testing.T) {
+func TestReleased(t *testing.T) {
 	cases := map[string]struct {
 		value      string
-		want       ReleasedStages
+		want       Released
 		wantString string
-		wantHas    map[int]bool
+		wantHas    map[string]bool
 	}{
 		"nothing released yet": {
-			value:      "[]",
-			want:       ReleasedStages{},
-			wantString: "[]",
-			wantHas:    map[int]bool{0: true, 1: false},
+			value:      `{"restartAttempt":0,"replicatedJobs":[]}`,
+			want:       Released{ReplicatedJobs: []string{}},
+			wantString: `{"restartAttempt":0,"replicatedJobs":[]}`,
+			wantHas:    map[string]bool{"node": false},
 		},
-		"sorted on parse": {
-			value:      "[3, 1]",
-			want:       ReleasedStages{1, 3},
-			wantString: "[1,3]",
-			wantHas:    map[int]bool{0: true, 1: true, 2: false, 3: true},
+		"order kept": {
+			value:      `{"restartAttempt":2,"replicatedJobs":["node","eval"]}`,
+			want:       Released{RestartAttempt: 2, ReplicatedJobs: []string{"node", "eval"}},
+			wantString: `{"restartAttempt":2,"replicatedJobs":["node","eval"]}`,
+			wantHas:    map[string]bool{"node": true, "eval": true, "initializer": false},
 		},
-		"YAML list": {
-			value:      "- 2\n",
-			want:       ReleasedStages{2},
-			wantString: "[2]",
-			wantHas:    map[int]bool{2: true},
+		"YAML, attempt left out": {
+			value:      "replicatedJobs: [node]\n",
+			want:       Released{ReplicatedJobs: []string{"node"}},
+			wantString: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
+			wantHas:    map[string]bool{"node": true},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := ParseReleasedStages(tc.value, JobSetAnnotationPath(ReleasedAnnotationKey))
+			got, errs := ParseReleased(tc.value, JobSetAnnotationPath(ReleasedAnnotationKey))
 			if len(errs) > 0 {
 				t.Fatalf("unexpected errors: %v", errs.ToAggregate())
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("stages (-want +got):\n%s", diff)
+				t.Errorf("released (-want +got):\n%s", diff)
 			}
 			if got.String() != tc.wantString {
 				t.Errorf("String() = %q, want %q", got.String(), tc.wantString)
 			}
-			for i, want := range tc.wantHas {
-				if got.Has(i) != want {
-					t.Errorf("Has(%d) = %v, want %v", i, got.Has(i), want)
+			for name, want := range tc.wantHas {
+				if got.Has(name) != want {
+					t.Errorf("Has(%q) = %v, want %v", name, got.Has(name), want)
 				}
 			}
 		})
 	}
 
-	var r ReleasedStages
-	if r.String() != "[]" {
-		t.Errorf("nil String() = %q, want []", r.String())
+	var r Released
+	if r.String() != `{"restartAttempt":0,"replicatedJobs":[]}` {
+		t.Errorf("zero String() = %q", r.String())
 	}
-	r2 := r.With(2).With(1).With(2).With(0)
-	if diff := cmp.Diff(ReleasedStages{1, 2}, r2); diff != "" {
+	r2 := r.With("b").With("a", "b")
+	if diff := cmp.Diff(Released{ReplicatedJobs: []string{"b", "a"}}, r2); diff != "" {
 		t.Errorf("With (-want +got):\n%s", diff)
 	}
-	if r != nil {
+	if r.ReplicatedJobs != nil {
 		t.Errorf("With modified its receiver: %v", r)
+	}
+}
+
+func TestStageReleased(t *testing.T) {
+	r := Released{ReplicatedJobs: []string{"a"}}
+	cases := map[string]struct {
+		stage Stage
+		want  bool
+	}{
+		"stage 0":                        {Stage{Index: 0, ReplicatedJobs: []string{"x"}, Gated: true}, true},
+		"not gated (upstream dependsOn)": {Stage{Index: 1, ReplicatedJobs: []string{"x"}}, true},
+		"gated, all listed":              {Stage{Index: 1, ReplicatedJobs: []string{"a"}, Gated: true}, true},
+		"gated, one missing":             {Stage{Index: 2, ReplicatedJobs: []string{"a", "b"}, Gated: true}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := r.StageReleased(tc.stage); got != tc.want {
+				t.Errorf("StageReleased = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

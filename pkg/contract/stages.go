@@ -61,7 +61,8 @@ type Stage struct {
 // The result is deterministic. It is nil when the JobSet has no ReplicatedJobs, or when the
 // returned errors are not empty. Errors have the paths of a JobSet: unparsable annotations,
 // unknown or repeated predecessor names, a ReplicatedJob that depends on itself, cycles,
-// execution-policy InOrder together with depends-on or dependsOn (ambiguous), and the sequencer
+// execution-policy InOrder together with depends-on or dependsOn (ambiguous), depends-on and
+// dependsOn on the same ReplicatedJob, and the sequencer
 // annotations together with upstream startupPolicy InOrder.
 func Stages(v JobSetView) ([]Stage, field.ErrorList) {
 	g, errs := buildGraph(v)
@@ -198,6 +199,10 @@ func buildGraph(v JobSetView) (*graph, field.ErrorList) {
 			deps, derrs := parseDependsOn(value, p, waitFor)
 			errs = append(errs, derrs...)
 			errs = append(errs, g.addEdges(i, deps, p, true)...)
+		}
+		if _, ok := rj.TemplateAnnotations[DependsOnAnnotationKey]; ok && len(rj.DependsOn) > 0 {
+			errs = append(errs, field.Forbidden(ReplicatedJobAnnotationPath(i, DependsOnAnnotationKey),
+				"may not be set on a ReplicatedJob that also has "+rjPath.Index(i).Child("dependsOn").String()+": use one or the other"))
 		}
 		if len(rj.DependsOn) > 0 {
 			p := rjPath.Index(i).Child("dependsOn")

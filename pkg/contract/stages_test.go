@@ -203,6 +203,13 @@ func TestStagesErrors(t *testing.T) {
 			}},
 			wantErrs: []fieldErr{{forbidden, "spec.replicatedJobs[1].dependsOn"}},
 		},
+		"depends-on and upstream dependsOn on the same ReplicatedJob": {
+			view: JobSetView{ReplicatedJobs: []ReplicatedJobView{
+				{Name: "a"}, {Name: "b"},
+				{Name: "c", DependsOn: []Dependency{{"a", DependencyReady}}, TemplateAnnotations: map[string]string{DependsOnAnnotationKey: "- name: b\n"}},
+			}},
+			wantErrs: []fieldErr{{forbidden, rj2DependsOn}},
+		},
 		"sequencer annotations with upstream startupPolicy InOrder": {
 			view:     JobSetView{StartupPolicyInOrder: true, Annotations: inOrder, ReplicatedJobs: rjs("a", "b")},
 			wantErrs: []fieldErr{{forbidden, "spec.startupPolicy"}},
