@@ -1,8 +1,71 @@
-// Command sequencer is the jobset-addons sequencer controller.
+// Command sequencer is the jobset-addons sequencer controller: ReplicatedJobs of a JobSet that
+// start in order (KEP-672 ExecutionPolicy) or once several predecessors are Ready or Complete
+// (fan-in), held back by a pod scheduling gate that it lifts.
 package main
 
-import "github.com/jobset-addons/jobset-addons/pkg/addon"
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/webhook"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
 
 func main() {
-	addon.Main(addon.Options{Name: "sequencer"})
+	var concurrency, workers int
+	addon.Main(addon.Options{
+		Name: "sequencer",
+		// A stage of hundreds of pods is released at once: its patches must not queue.
+		QPS:         200,
+		Burst:       400,
+		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
+		// Only JobSets' Jobs, and only the pods the webhook gated, are cached.
+		Cache: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: {Label: mustSelector(contract.JobSetNameLabelKey, selection.Exists)},
+			&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{contract.SequencerGatedLabelKey: contract.EnabledValue})},
+		},
+		MutatingWebhooks:   true,
+		ValidatingWebhooks: true,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases at once")
+		},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
+			if err := webhook.Register(mgr); err != nil {
+				return err
+			}
+			if err := controller.IndexFields(ctx, mgr); err != nil {
+				return err
+			}
+			r := &controller.Reconciler{
+				Client:   mgr.GetClient(),
+				Recorder: mgr.GetEventRecorder("sequencer.jobset-addons.io"),
+				Clock:    clock.RealClock{},
+				Workers:  workers,
+			}
+			return r.SetupWithManager(mgr, concurrency)
+		},
+	})
+}
+
+func mustSelector(key string, op selection.Operator) labels.Selector {
+	req, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
 }

@@ -185,10 +185,10 @@ resourceclaims:
 sequencer:
   - apiGroups: ["jobset.x-k8s.io"]
     resources: ["jobsets"]
-    verbs: ["update", "patch"]
+    verbs: ["patch"]
   - apiGroups: [""]
     resources: ["pods"]
-    verbs: ["get", "list", "watch", "update", "patch"]
+    verbs: ["get", "list", "watch", "patch"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

@@ -1,0 +1,328 @@
+// Package controller is the sequencer reconciler: it removes the scheduling gate from the pods
+// of a JobSet's waiting ReplicatedJobs once their predecessors are Complete or Ready in the
+// current restart attempt, and records each release on the JobSet.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// JobSetNameIndex indexes Jobs and Pods by their JobSet's name (JobSetNameLabelKey).
+const JobSetNameIndex = "jobsetName"
+
+// Reconciler reconciles JobSets that use the sequencer annotations.
+type Reconciler struct {
+	// Client reads JobSets, their Jobs and their gated Pods from the cache, and patches.
+	Client   client.Client
+	Recorder events.EventRecorder
+	Clock    clock.Clock
+	// Workers is how many pods one reconcile patches at once.
+	Workers int
+
+	mu sync.Mutex
+	// patched holds pods whose gate was removed lately, so that a reconcile that runs before
+	// the cache shows it does not patch them again.
+	patched map[types.UID]time.Time
+	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
+	warned map[types.UID]string
+}
+
+// IndexFields registers the field indexes the reconciler lists by.
+func IndexFields(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1.Job{}, JobSetNameIndex, ByJobSet); err != nil {
+		return fmt.Errorf("indexing Jobs: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, JobSetNameIndex, ByJobSet); err != nil {
+		return fmt.Errorf("indexing Pods: %w", err)
+	}
+	return nil
+}
+
+// ByJobSet is the JobSetNameIndex of a Job or Pod.
+func ByJobSet(o client.Object) []string {
+	if n := o.GetLabels()[contract.JobSetNameLabelKey]; n != "" {
+		return []string{n}
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler for JobSets that use the sequencer, for their Jobs
+// (a Job's status change is what releases the next stage: it is reacted to directly, not
+// through the JobSet's status) and for their gated Pods (pods created for a released stage).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		return ok && sequence.Uses(js)
+	})
+	gatedPod := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && sequence.HasGate(p.Spec.SchedulingGates) && p.DeletionTimestamp == nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sequencer").
+		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(uses)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobSetOf)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOf), builder.WithPredicates(gatedPod)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// jobSetOf maps a Job or Pod of a JobSet to the JobSet.
+func jobSetOf(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[contract.JobSetNameLabelKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile releases the stages whose predecessors hold, and their pods.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := r.Clock.Now()
+	defer func() { reconcileDuration.Observe(r.Clock.Since(start).Seconds()) }()
+
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
+	ctx = ctrl.LoggerInto(ctx, log)
+	if !js.DeletionTimestamp.IsZero() || !sequence.Uses(js) {
+		r.forget(js.UID)
+		return ctrl.Result{}, nil
+	}
+	stages, errs := sequence.Stages(js)
+	if len(errs) > 0 {
+		r.warnOnce(js, ReasonInvalid, "invalid", "Nothing is released: %v", errs.ToAggregate())
+		return ctrl.Result{}, nil
+	}
+	if len(sequence.GatedStages(stages)) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if !sequence.Admitted(js, stages) {
+		r.warnOnce(js, ReasonNotAdmitted, "not-admitted",
+			"The JobSet was created while the sequencer webhook was not running: its pods carry no scheduling gate and are not held back; re-create the JobSet")
+		return ctrl.Result{}, nil
+	}
+	if ptr.Deref(js.Spec.Suspend, false) {
+		log.V(2).Info("Releasing nothing while the JobSet is suspended")
+		return ctrl.Result{}, nil
+	}
+
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		reconcileErrors.WithLabelValues("list").Inc()
+		return ctrl.Result{}, fmt.Errorf("listing Jobs: %w", err)
+	}
+	jobs.Items = ownedJobs(js, jobs.Items)
+	attempt := currentAttempt(js, jobs.Items)
+	prev, hadPrev := r.previous(js)
+	d := decide(js, stages, prev, tally(jobs.Items, attempt), attempt)
+	log.V(2).Info("Reconciling", "attempt", attempt, "released", d.released.ReplicatedJobs, "newly", len(d.newly))
+
+	// The pods and the annotation are written at once: the hand-off waits for neither the
+	// other nor the JobSet's status.
+	var wg sync.WaitGroup
+	var podErr, annErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		podErr = r.releasePods(ctx, js, sets.New(d.released.ReplicatedJobs...), attempt)
+	}()
+	if value := d.released.String(); !hadPrev || js.Annotations[contract.ReleasedAnnotationKey] != value {
+		if hadPrev || len(d.released.ReplicatedJobs) > 0 {
+			annErr = r.patchReleased(ctx, js, value)
+		}
+	}
+	wg.Wait()
+	if annErr == nil {
+		for _, s := range d.newly {
+			status := strictest(s.DependsOn)
+			for _, name := range s.ReplicatedJobs {
+				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
+				log.Info("Released a ReplicatedJob", "replicatedJob", name, "stage", s.Index, "attempt", attempt, "waitedFor", describe(s.DependsOn))
+				r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonStageReleased, actionRelease,
+					"Released ReplicatedJob %s (stage %d, restart attempt %d): %s", name, s.Index, attempt, describe(s.DependsOn))
+			}
+		}
+	}
+	if err := errors.Join(podErr, annErr); err != nil {
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonReleaseFailed, actionRelease, "Releasing failed: %v", err)
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// ownedJobs keeps the Jobs controlled by this JobSet (not one of an earlier JobSet of the same
+// name that is being deleted).
+func ownedJobs(js *jobsetv1alpha2.JobSet, jobs []batchv1.Job) []batchv1.Job {
+	out := jobs[:0]
+	for _, j := range jobs {
+		if ref := metav1.GetControllerOfNoCopy(&j); ref == nil || ref.UID == js.UID {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// previous is the released annotation of the JobSet, and whether it has one that parses.
+func (r *Reconciler) previous(js *jobsetv1alpha2.JobSet) (contract.Released, bool) {
+	value, ok := js.Annotations[contract.ReleasedAnnotationKey]
+	if !ok {
+		return contract.Released{}, false
+	}
+	prev, errs := contract.ParseReleased(value, contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey))
+	if len(errs) > 0 {
+		// Written by hand: started again from the Jobs, and overwritten.
+		return contract.Released{RestartAttempt: -1}, true
+	}
+	return prev, true
+}
+
+// patchReleased writes the released annotation, and only it.
+func (r *Reconciler) patchReleased(ctx context.Context, js *jobsetv1alpha2.JobSet, value string) error {
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.ReleasedAnnotationKey, value))
+	if err := r.Client.Patch(ctx, js.DeepCopy(), patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		reconcileErrors.WithLabelValues("patch-jobset").Inc()
+		return fmt.Errorf("recording the released ReplicatedJobs: %w", err)
+	}
+	return nil
+}
+
+// gateRemoval removes the sequencer's gate, and only it, from a pod (strategic merge patch on
+// spec.schedulingGates, whose merge key is name).
+var gateRemoval = client.RawPatch(types.StrategicMergePatchType,
+	fmt.Appendf(nil, `{"spec":{"schedulingGates":[{"$patch":"delete","name":%q}]}}`, contract.SequencerSchedulingGateValue))
+
+// releasePods removes the gate from the gated pods of the released ReplicatedJobs of the
+// attempt, r.Workers at a time.
+func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet, released sets.Set[string], attempt int32) error {
+	if released.Len() == 0 {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		reconcileErrors.WithLabelValues("list").Inc()
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	var todo []*corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && sequence.HasGate(p.Spec.SchedulingGates) &&
+			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && attemptOf(p.Labels) == attempt && r.claim(p.UID) {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, max(r.Workers, 1))
+	var wg sync.WaitGroup
+	for _, p := range todo {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := r.Client.Patch(ctx, p, gateRemoval)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if err != nil {
+				r.unclaim(p.UID)
+				reconcileErrors.WithLabelValues("patch-pod").Inc()
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("releasing pod %s: %w", p.Name, err))
+				mu.Unlock()
+				return
+			}
+			podsReleased.Inc()
+		}()
+	}
+	wg.Wait()
+	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo)-len(errs), "failed", len(errs))
+	return errors.Join(errs...)
+}
+
+// recentlyPatched is how long a released pod is not patched again while the cache catches up.
+const recentlyPatched = 5 * time.Second
+
+// claim tells whether the pod is to be patched now, and notes that it is.
+func (r *Reconciler) claim(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.Clock.Now()
+	if r.patched == nil {
+		r.patched = map[types.UID]time.Time{}
+	}
+	if at, ok := r.patched[uid]; ok && now.Sub(at) < recentlyPatched {
+		return false
+	}
+	if len(r.patched) > 10000 {
+		for k, at := range r.patched {
+			if now.Sub(at) >= recentlyPatched {
+				delete(r.patched, k)
+			}
+		}
+	}
+	r.patched[uid] = now
+	return true
+}
+
+func (r *Reconciler) unclaim(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.patched, uid)
+}
+
+// warnOnce emits a Warning once per JobSet and reason.
+func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
+	r.mu.Lock()
+	if r.warned == nil {
+		r.warned = map[types.UID]string{}
+	}
+	told := r.warned[js.UID] == reason
+	r.warned[js.UID] = reason
+	r.mu.Unlock()
+	if told {
+		return
+	}
+	reconcileErrors.WithLabelValues(metricReason).Inc()
+	r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, reason, actionSkip, format, args...)
+}
+
+func (r *Reconciler) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.warned, uid)
+}

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+func TestReconcile(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+
+	type want struct {
+		ungated  []string // pods whose sequencer gate is gone
+		released string   // the released annotation ("" = absent)
+		events   []string // event reasons
+	}
+	newJS := func() *tu.JobSetWrapper {
+		return tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 2).ReplicatedJob("eval", 1)
+	}
+	cases := map[string]struct {
+		js   *jobsetv1alpha2.JobSet
+		jobs func(js *jobsetv1alpha2.JobSet) []*batchv1.Job
+		pods func(js *jobsetv1alpha2.JobSet) []*corev1.Pod
+		want want
+	}{
+		"predecessor running: nothing released": {
+			js: newJS().Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Ready(1).Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
+				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 1, 0)}
+			},
+		},
+		"predecessor Complete: the node pods of the attempt are released, eval stays": {
+			js: newJS().Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
+				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 1, 0), tu.Pod(js, "eval", 0, 0)}
+			},
+			want: want{
+				ungated:  []string{"train-node-0-r0", "train-node-1-r0"},
+				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
+				events:   []string{ReasonStageReleased},
+			},
+		},
+		"suspended: nothing released": {
+			js: newJS().Suspend(true).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+		},
+		"released earlier in the attempt: a new pod is released, no second event": {
+			js: newJS().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 1, 0)} },
+			want: want{
+				ungated:  []string{"train-node-1-r0"},
+				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
+			},
+		},
+		"restarted: the earlier attempt's releases are dropped, its pods left alone": {
+			js: newJS().Restarts(1).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj(), tu.Job(js, "init", 0).Attempt(1).Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
+				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 0, 1)}
+			},
+			want: want{released: `{"restartAttempt":1,"replicatedJobs":[]}`},
+		},
+		"created without the webhook: nothing released, a warning": {
+			js: newJS().Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			want: want{events: []string{ReasonNotAdmitted}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := tc.js
+			if !strings.Contains(name, "without the webhook") {
+				stages, _ := sequence.Stages(js)
+				sequence.Inject(js, stages)
+			}
+			objs := []client.Object{js}
+			for _, j := range tc.jobs(js) {
+				objs = append(objs, j)
+			}
+			for _, p := range tc.pods(js) {
+				objs = append(objs, p)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+				WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
+			rec := events.NewFakeRecorder(10)
+			r := &Reconciler{Client: c, Recorder: rec, Clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), Workers: 2}
+			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)}); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+
+			var pods corev1.PodList
+			if err := c.List(context.Background(), &pods); err != nil {
+				t.Fatal(err)
+			}
+			var ungated []string
+			for _, p := range pods.Items {
+				if !sequence.HasGate(p.Spec.SchedulingGates) {
+					ungated = append(ungated, p.Name)
+					if len(p.Spec.SchedulingGates) != 1 {
+						t.Errorf("pod %s: gates %v, want the other gate kept", p.Name, p.Spec.SchedulingGates)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want.ungated, ungated); diff != "" {
+				t.Errorf("released pods (-want +got):\n%s", diff)
+			}
+			var got jobsetv1alpha2.JobSet
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(js), &got); err != nil {
+				t.Fatal(err)
+			}
+			if v := got.Annotations[contract.ReleasedAnnotationKey]; v != tc.want.released {
+				t.Errorf("released annotation %q, want %q", v, tc.want.released)
+			}
+			if got.Annotations[contract.ExecutionPolicyAnnotationKey] != "InOrder" {
+				t.Errorf("the user's annotation was lost: %v", got.Annotations)
+			}
+			close(rec.Events)
+			var reasons []string
+			for e := range rec.Events {
+				reasons = append(reasons, strings.Fields(e)[1])
+			}
+			if diff := cmp.Diff(tc.want.events, reasons); diff != "" {
+				t.Errorf("event reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

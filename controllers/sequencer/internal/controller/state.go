@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// attemptOf is the restart attempt of a Job or Pod (its restart-attempt label), or -1.
+func attemptOf(labels map[string]string) int32 {
+	n, err := strconv.ParseInt(labels[contract.RestartAttemptLabelKey], 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// currentAttempt is the JobSet's restart attempt: its status.restarts, or a later attempt
+// already seen on its Jobs (the Job informer may be ahead of the JobSet's).
+func currentAttempt(js *jobsetv1alpha2.JobSet, jobs []batchv1.Job) int32 {
+	attempt := js.Status.Restarts
+	for i := range jobs {
+		attempt = max(attempt, attemptOf(jobs[i].Labels))
+	}
+	return attempt
+}
+
+// progress counts, per ReplicatedJob, the Jobs of one restart attempt that are Complete, and
+// those that are ready or Complete.
+type progress map[string]struct{ complete, readyOrComplete int32 }
+
+// tally counts the Jobs of the attempt. A Job counts as ready as upstream JobSet counts it:
+// ready + succeeded pods reach min(parallelism, completions).
+func tally(jobs []batchv1.Job, attempt int32) progress {
+	p := progress{}
+	for i := range jobs {
+		j := &jobs[i]
+		if attemptOf(j.Labels) != attempt || j.DeletionTimestamp != nil {
+			continue
+		}
+		rj := j.Labels[contract.ReplicatedJobNameLabelKey]
+		c := p[rj]
+		switch {
+		case jobFinished(j, batchv1.JobComplete):
+			c.complete++
+			c.readyOrComplete++
+		case jobFinished(j, batchv1.JobFailed):
+		default:
+			pods := ptr.Deref(j.Spec.Parallelism, 1)
+			if j.Spec.Completions != nil && *j.Spec.Completions < pods {
+				pods = *j.Spec.Completions
+			}
+			if j.Status.Succeeded+ptr.Deref(j.Status.Ready, 0) >= pods {
+				c.readyOrComplete++
+			}
+		}
+		p[rj] = c
+	}
+	return p
+}
+
+func jobFinished(j *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// holds tells whether the predecessor reached the status: Complete when all of its replicas
+// Jobs succeeded, Ready when its ready and succeeded Jobs equal its replicas.
+func (p progress) holds(js *jobsetv1alpha2.JobSet, d contract.Dependency) bool {
+	rj := sequence.ReplicatedJob(js, d.Name)
+	if rj == nil {
+		return false
+	}
+	c := p[d.Name]
+	if d.Status == contract.DependencyReady {
+		return c.readyOrComplete >= rj.Replicas
+	}
+	return c.complete >= rj.Replicas
+}
+
+// decision is what one reconcile releases.
+type decision struct {
+	// released is the released annotation as it must be: the earlier releases of the attempt
+	// and the new ones.
+	released contract.Released
+	// newly are the gated stages released by this decision.
+	newly []contract.Stage
+}
+
+// decide releases every gated stage all of whose predecessors hold in the attempt, and keeps
+// what prev (the annotation) released in the same attempt: a release is never taken back, so
+// a stage whose Ready predecessor loses a pod keeps running and its new pods are released.
+// prev of another attempt is dropped: after a restart the sequence starts again.
+func decide(js *jobsetv1alpha2.JobSet, stages []contract.Stage, prev contract.Released, p progress, attempt int32) decision {
+	d := decision{released: contract.Released{RestartAttempt: attempt, ReplicatedJobs: []string{}}}
+	if prev.RestartAttempt == attempt {
+		d.released = d.released.With(prev.ReplicatedJobs...)
+	}
+	for _, s := range sequence.GatedStages(stages) {
+		if d.released.StageReleased(s) {
+			continue
+		}
+		ok := true
+		for _, dep := range s.DependsOn {
+			ok = ok && p.holds(js, dep)
+		}
+		if ok {
+			d.released = d.released.With(s.ReplicatedJobs...)
+			d.newly = append(d.newly, s)
+		}
+	}
+	return d
+}
+
+// describe says what a stage waited for, for an event: "initializer Complete, model Ready".
+func describe(deps []contract.Dependency) string {
+	parts := make([]string, len(deps))
+	for i, d := range deps {
+		parts[i] = fmt.Sprintf("%s %s", d.Name, d.Status)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// strictest is Complete when the stage waited for any predecessor to complete, else Ready.
+func strictest(deps []contract.Dependency) contract.DependencyStatus {
+	for _, d := range deps {
+		if d.Status == contract.DependencyComplete {
+			return contract.DependencyComplete
+		}
+	}
+	return contract.DependencyReady
+}

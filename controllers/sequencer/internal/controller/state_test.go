@@ -1,0 +1,126 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+func TestDecide(t *testing.T) {
+	chain := tu.JobSet("chain").InOrder().ReplicatedJob("a", 2).ReplicatedJob("b", 1).ReplicatedJob("c", 1).Obj()
+	ready := tu.JobSet("ready").InOrder().Annotation(contract.WaitForAnnotationKey, "Ready").
+		ReplicatedJob("a", 2).ReplicatedJob("b", 1).Obj()
+	fanIn := tu.JobSet("fanin").ReplicatedJob("data", 1).ReplicatedJob("model", 1).
+		ReplicatedJob("node", 2).DependsOn("- name: data\n- name: model\n  status: Ready\n").Obj()
+	restarted := tu.JobSet("chain").InOrder().ReplicatedJob("a", 2).ReplicatedJob("b", 1).ReplicatedJob("c", 1).Restarts(1).Obj()
+	jobs := func(js ...*tu.JobWrapper) []batchv1.Job {
+		var out []batchv1.Job
+		for _, j := range js {
+			out = append(out, *j.Obj())
+		}
+		return out
+	}
+	cases := map[string]struct {
+		js           *jobsetv1alpha2.JobSet
+		jobs         []batchv1.Job
+		prev         contract.Released
+		wantAttempt  int32
+		wantReleased []string
+		wantNewly    []int
+	}{
+		"nothing finished": {
+			js:           chain,
+			jobs:         jobs(tu.Job(chain, "a", 0), tu.Job(chain, "a", 1), tu.Job(chain, "b", 0)),
+			wantReleased: []string{},
+		},
+		"one of two predecessor Jobs Complete": {
+			js:           chain,
+			jobs:         jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1), tu.Job(chain, "b", 0)),
+			wantReleased: []string{},
+		},
+		"every predecessor Job Complete releases the next stage only": {
+			js:           chain,
+			jobs:         jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1).Complete(), tu.Job(chain, "b", 0), tu.Job(chain, "c", 0)),
+			wantReleased: []string{"b"},
+			wantNewly:    []int{1},
+		},
+		"ready is not Complete": {
+			js:           chain,
+			jobs:         jobs(tu.Job(chain, "a", 0).Ready(1), tu.Job(chain, "a", 1).Ready(1)),
+			wantReleased: []string{},
+		},
+		"Ready mode: ready and Complete Jobs equal replicas": {
+			js:           ready,
+			jobs:         jobs(tu.Job(ready, "a", 0).Ready(1), tu.Job(ready, "a", 1).Complete()),
+			wantReleased: []string{"b"},
+			wantNewly:    []int{1},
+		},
+		"Ready mode: a failed Job is not ready": {
+			js:           ready,
+			jobs:         jobs(tu.Job(ready, "a", 0).Ready(1), tu.Job(ready, "a", 1).Failed()),
+			wantReleased: []string{},
+		},
+		"fan-in: one of two predecessors": {
+			js:           fanIn,
+			jobs:         jobs(tu.Job(fanIn, "data", 0).Complete(), tu.Job(fanIn, "model", 0)),
+			wantReleased: []string{},
+		},
+		"fan-in: Complete and Ready": {
+			js:           fanIn,
+			jobs:         jobs(tu.Job(fanIn, "data", 0).Complete(), tu.Job(fanIn, "model", 0).Ready(1)),
+			wantReleased: []string{"node"},
+			wantNewly:    []int{1},
+		},
+		"a release of the attempt is kept when its predecessor is no longer ready": {
+			js:           ready,
+			jobs:         jobs(tu.Job(ready, "a", 0), tu.Job(ready, "a", 1)),
+			prev:         contract.Released{ReplicatedJobs: []string{"b"}},
+			wantReleased: []string{"b"},
+		},
+		"after a restart, Jobs of the earlier attempt do not count and its releases are dropped": {
+			js: restarted,
+			jobs: jobs(tu.Job(restarted, "a", 0).Complete(), tu.Job(restarted, "a", 1).Complete(),
+				tu.Job(restarted, "a", 0).Attempt(1), tu.Job(restarted, "a", 1).Attempt(1).Complete()),
+			prev:         contract.Released{ReplicatedJobs: []string{"b", "c"}},
+			wantAttempt:  1,
+			wantReleased: []string{},
+		},
+		"the attempt is taken from Jobs ahead of the JobSet's status": {
+			js: chain,
+			jobs: jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1).Complete(),
+				tu.Job(chain, "a", 0).Attempt(1)),
+			prev:         contract.Released{ReplicatedJobs: []string{"b"}},
+			wantAttempt:  1,
+			wantReleased: []string{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			stages, errs := sequence.Stages(tc.js)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			attempt := currentAttempt(tc.js, tc.jobs)
+			if attempt != tc.wantAttempt {
+				t.Errorf("attempt %d, want %d", attempt, tc.wantAttempt)
+			}
+			d := decide(tc.js, stages, tc.prev, tally(tc.jobs, attempt), attempt)
+			if diff := cmp.Diff(contract.Released{RestartAttempt: tc.wantAttempt, ReplicatedJobs: tc.wantReleased}, d.released); diff != "" {
+				t.Errorf("released (-want +got):\n%s", diff)
+			}
+			var newly []int
+			for _, s := range d.newly {
+				newly = append(newly, s.Index)
+			}
+			if diff := cmp.Diff(tc.wantNewly, newly); diff != "" {
+				t.Errorf("newly released stages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

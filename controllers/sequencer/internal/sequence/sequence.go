@@ -1,0 +1,114 @@
+// Package sequence reads a JobSet's sequencing through the contract (contract.Stages) and says
+// what the webhooks inject and what the controller releases, so that the two agree.
+package sequence
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// View copies what contract.Stages needs out of a JobSet.
+func View(js *jobsetv1alpha2.JobSet) contract.JobSetView {
+	v := contract.JobSetView{
+		Annotations:          js.Annotations,
+		StartupPolicyInOrder: js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobsetv1alpha2.InOrder,
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		rv := contract.ReplicatedJobView{Name: rj.Name, TemplateAnnotations: rj.Template.Annotations}
+		for _, d := range rj.DependsOn {
+			rv.DependsOn = append(rv.DependsOn, contract.Dependency{Name: d.Name, Status: contract.DependencyStatus(d.Status)})
+		}
+		v.ReplicatedJobs = append(v.ReplicatedJobs, rv)
+	}
+	return v
+}
+
+// Uses tells whether the JobSet carries any sequencer annotation: the execution-policy or
+// wait-for annotation, or a depends-on annotation on a ReplicatedJob.
+func Uses(js *jobsetv1alpha2.JobSet) bool {
+	if _, ok := js.Annotations[contract.ExecutionPolicyAnnotationKey]; ok {
+		return true
+	}
+	if _, ok := js.Annotations[contract.WaitForAnnotationKey]; ok {
+		return true
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if _, ok := rj.Template.Annotations[contract.DependsOnAnnotationKey]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Stages are the JobSet's stages (contract.Stages).
+func Stages(js *jobsetv1alpha2.JobSet) ([]contract.Stage, field.ErrorList) {
+	return contract.Stages(View(js))
+}
+
+// GatedStages are the stages whose pods the sequencer holds back: Index > 0 and Gated.
+func GatedStages(stages []contract.Stage) []contract.Stage {
+	var out []contract.Stage
+	for _, s := range stages {
+		if s.Index > 0 && s.Gated {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Inject adds, to the pod template of every ReplicatedJob of a gated stage, the scheduling gate
+// and the gated scope label. It is idempotent. It returns the ReplicatedJobs it gated.
+func Inject(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []string {
+	var gated []string
+	for _, s := range GatedStages(stages) {
+		for _, name := range s.ReplicatedJobs {
+			rj := ReplicatedJob(js, name)
+			if rj == nil {
+				continue
+			}
+			pt := &rj.Template.Spec.Template
+			if pt.Labels == nil {
+				pt.Labels = map[string]string{}
+			}
+			pt.Labels[contract.SequencerGatedLabelKey] = contract.EnabledValue
+			if !HasGate(pt.Spec.SchedulingGates) {
+				pt.Spec.SchedulingGates = append(pt.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.SequencerSchedulingGateValue})
+			}
+			gated = append(gated, name)
+		}
+	}
+	return gated
+}
+
+// HasGate tells whether gates hold the sequencer's scheduling gate.
+func HasGate(gates []corev1.PodSchedulingGate) bool {
+	return slices.ContainsFunc(gates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.SequencerSchedulingGateValue })
+}
+
+// Admitted tells whether every ReplicatedJob of a gated stage has the gate in its pod template,
+// that is, whether the mutating webhook ran when the JobSet was created.
+func Admitted(js *jobsetv1alpha2.JobSet, stages []contract.Stage) bool {
+	for _, s := range GatedStages(stages) {
+		for _, name := range s.ReplicatedJobs {
+			if rj := ReplicatedJob(js, name); rj != nil && !HasGate(rj.Template.Spec.Template.Spec.SchedulingGates) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ReplicatedJob returns the ReplicatedJob of the JobSet with that name, or nil.
+func ReplicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
+	for i := range js.Spec.ReplicatedJobs {
+		if js.Spec.ReplicatedJobs[i].Name == name {
+			return &js.Spec.ReplicatedJobs[i]
+		}
+	}
+	return nil
+}

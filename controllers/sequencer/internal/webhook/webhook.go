@@ -1,0 +1,138 @@
+// Package webhook holds the sequencer's JobSet admission webhooks: on CREATE a mutating webhook
+// that gates the pod templates of every ReplicatedJob that waits, and a validating webhook that
+// refuses bad sequencing with field paths; on UPDATE the same validating webhook keeps the
+// sequencer annotations immutable. What they read and inject comes from package sequence.
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// Paths the webhook server serves, for the webhook configurations of the Helm chart.
+const (
+	// MutateJobSetPath is the JobSet mutating webhook (CREATE).
+	MutateJobSetPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
+	// ValidateJobSetPath is the JobSet validating webhook (CREATE and UPDATE).
+	ValidateJobSetPath = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
+)
+
+// Register adds the two webhooks to mgr's webhook server. The manager's scheme must know the
+// JobSet types.
+func Register(mgr ctrl.Manager) error {
+	js := &JobSetWebhook{}
+	err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
+		WithDefaulter(js).
+		WithDefaulterCustomPath(MutateJobSetPath).
+		WithValidator(js).
+		WithValidatorCustomPath(ValidateJobSetPath).
+		Complete()
+	if err != nil {
+		return fmt.Errorf("registering the JobSet webhooks: %w", err)
+	}
+	return nil
+}
+
+// JobSetWebhook gates and validates JobSets that use the sequencer annotations. It makes no API
+// calls: everything it needs is in the JobSet.
+type JobSetWebhook struct{}
+
+var (
+	_ admission.Defaulter[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
+	_ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
+)
+
+// Default adds, on CREATE, the scheduling gate and the gated label to the pod templates of every
+// ReplicatedJob of a gated stage. It leaves alone a JobSet whose sequencing does not parse
+// (validation refuses it) and any operation but CREATE (pod templates are immutable upstream).
+func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
+		return nil
+	}
+	if !sequence.Uses(js) {
+		return nil
+	}
+	stages, errs := sequence.Stages(js)
+	if len(errs) > 0 {
+		return nil
+	}
+	sequence.Inject(js, stages)
+	return nil
+}
+
+// ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
+// in one response.
+func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	return nil, invalid(js, ValidateCreate(js))
+}
+
+// ValidateUpdate keeps the sequencer annotations as they were created.
+func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	return nil, invalid(newJS, ValidateUpdate(oldJS, newJS))
+}
+
+// ValidateDelete allows every deletion.
+func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateCreate is every problem of a new JobSet's sequencing: what contract.Stages refuses
+// (bad values, unknown names, self-dependencies, cycles, execution-policy with depends-on,
+// depends-on beside upstream dependsOn, sequencer annotations with startupPolicy InOrder), and
+// a released annotation, which only the controller writes.
+func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
+	if !sequence.Uses(js) {
+		return nil
+	}
+	_, errs := sequence.Stages(js)
+	if _, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
+		errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey),
+			"is written by the sequencer controller and may not be set on a new JobSet"))
+	}
+	return errs
+}
+
+// ValidateUpdate refuses any change to the execution-policy, wait-for and depends-on
+// annotations.
+func ValidateUpdate(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
+	var errs field.ErrorList
+	for _, key := range []string{contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey} {
+		if changed(oldJS.Annotations, newJS.Annotations, key) {
+			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key), "is immutable"))
+		}
+	}
+	for i, rj := range newJS.Spec.ReplicatedJobs {
+		var old map[string]string
+		if o := sequence.ReplicatedJob(oldJS, rj.Name); o != nil {
+			old = o.Template.Annotations
+		}
+		if changed(old, rj.Template.Annotations, contract.DependsOnAnnotationKey) {
+			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.DependsOnAnnotationKey), "is immutable"))
+		}
+	}
+	return errs
+}
+
+func changed(oldA, newA map[string]string, key string) bool {
+	oldValue, oldOK := oldA[key]
+	newValue, newOK := newA[key]
+	return oldOK != newOK || oldValue != newValue
+}
+
+// invalid is the 422 Invalid error that carries errs as its causes, or nil.
+func invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
+}
