@@ -23,18 +23,18 @@ func dependsOn(i int) string {
 	return contract.ReplicatedJobAnnotationPath(i, contract.DependsOnAnnotationKey).String()
 }
 
-type fieldErr struct {
-	Type  field.ErrorType
-	Field string
-}
+// fieldErr is "Type Field" of a field error.
+type fieldErr string
 
 func errsOf(list field.ErrorList) []fieldErr {
 	var out []fieldErr
 	for _, e := range list {
-		out = append(out, fieldErr{e.Type, e.Field})
+		out = append(out, fieldErr(string(e.Type)+" "+e.Field))
 	}
 	return out
 }
+
+func fe(t field.ErrorType, path string) fieldErr { return fieldErr(string(t) + " " + path) }
 
 func TestValidateCreate(t *testing.T) {
 	cases := map[string]struct {
@@ -53,60 +53,60 @@ func TestValidateCreate(t *testing.T) {
 		},
 		"cycle": {
 			js:       tu.JobSet("a").ReplicatedJob("x", 1).DependsOn("- name: v\n").ReplicatedJob("v", 1).DependsOn("- name: x\n").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeInvalid, dependsOn(0) + "[0].name"}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name")},
 		},
 		"unknown name": {
 			js:       tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: initialiser\n").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeNotFound, dependsOn(1) + "[0].name"}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeNotFound, dependsOn(1)+"[0].name")},
 		},
 		"self-dependency": {
 			js:       tu.JobSet("a").ReplicatedJob("x", 1).DependsOn("- name: x\n").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeInvalid, dependsOn(0) + "[0].name"}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name")},
 		},
 		"both annotations": {
 			js:       tu.JobSet("a").InOrder().ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, dependsOn(1)}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(1))},
 		},
 		"depends-on beside upstream dependsOn": {
 			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).ReplicatedJob("z", 1).
 				DependsOn("- name: x\n").UpstreamDependsOn("y", jobsetv1alpha2.DependencyComplete).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, dependsOn(2)}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(2))},
 		},
 		"execution-policy with startupPolicy InOrder": {
 			js:       tu.JobSet("a").InOrder().StartupInOrder().ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, "spec.startupPolicy"}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, "spec.startupPolicy")},
 		},
 		"bad execution-policy": {
 			js:       tu.JobSet("a").Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential").ReplicatedJob("x", 1).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, policy}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeNotSupported, policy)},
 		},
 		"bad wait-for": {
 			js:       tu.JobSet("a").InOrder().Annotation(contract.WaitForAnnotationKey, "Running").ReplicatedJob("x", 1).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, waitFor}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeNotSupported, waitFor)},
 		},
 		"bad status and unknown field in depends-on": {
 			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n  status: Started\n  after: 5s\n").Obj(),
 			wantErrs: []fieldErr{
-				{field.ErrorTypeNotSupported, dependsOn(1) + "[0].after"},
-				{field.ErrorTypeNotSupported, dependsOn(1) + "[0].status"},
+				fe(field.ErrorTypeNotSupported, dependsOn(1)+"[0].after"),
+				fe(field.ErrorTypeNotSupported, dependsOn(1)+"[0].status"),
 			},
 		},
 		"empty depends-on": {
 			js:       tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("[]").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeRequired, dependsOn(1)}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeRequired, dependsOn(1))},
 		},
 		"released set by the user": {
 			js: tu.JobSet("a").InOrder().Annotation(contract.ReleasedAnnotationKey, `{"replicatedJobs":["y"]}`).
 				ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, released}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, released)},
 		},
 		"every problem at once": {
 			js: tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Done").
 				ReplicatedJob("x", 1).DependsOn("- name: x\n").ReplicatedJob("y", 1).DependsOn("- name: nope\n").Obj(),
 			wantErrs: []fieldErr{
-				{field.ErrorTypeNotSupported, waitFor},
-				{field.ErrorTypeInvalid, dependsOn(0) + "[0].name"},
-				{field.ErrorTypeNotFound, dependsOn(1) + "[0].name"},
+				fe(field.ErrorTypeNotSupported, waitFor),
+				fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name"),
+				fe(field.ErrorTypeNotFound, dependsOn(1)+"[0].name"),
 			},
 		},
 	}
@@ -141,12 +141,12 @@ func TestValidateUpdate(t *testing.T) {
 		"execution-policy removed, wait-for added": {
 			old:      base().Obj(),
 			new:      tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, policy}, {field.ErrorTypeForbidden, waitFor}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, policy), fe(field.ErrorTypeForbidden, waitFor)},
 		},
 		"depends-on changed": {
 			old:      fanIn().Obj(),
 			new:      tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n  status: Ready\n").Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeForbidden, dependsOn(1)}},
+			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(1))},
 		},
 	}
 	for name, tc := range cases {

@@ -6,7 +6,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,31 +15,14 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// Paths the webhook server serves, for the webhook configurations of the Helm chart.
-const (
-	// MutateJobSetPath is the JobSet mutating webhook (CREATE).
-	MutateJobSetPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
-	// ValidateJobSetPath is the JobSet validating webhook (CREATE and UPDATE).
-	ValidateJobSetPath = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
-)
-
-// Register adds the two webhooks to mgr's webhook server. The manager's scheme must know the
-// JobSet types.
+// Register serves the two webhooks on mgr's webhook server (at addon.MutateJobSetPath and
+// addon.ValidateJobSetPath). The manager's scheme must know the JobSet types.
 func Register(mgr ctrl.Manager) error {
-	js := &JobSetWebhook{}
-	err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
-		WithDefaulter(js).
-		WithDefaulterCustomPath(MutateJobSetPath).
-		WithValidator(js).
-		WithValidatorCustomPath(ValidateJobSetPath).
-		Complete()
-	if err != nil {
-		return fmt.Errorf("registering the JobSet webhooks: %w", err)
-	}
-	return nil
+	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{})
 }
 
 // JobSetWebhook gates and validates JobSets that use the sequencer annotations. It makes no API

@@ -7,20 +7,20 @@
 package webhook
 
 import (
-	"fmt"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
 // Paths the webhook server serves, for the webhook configurations of the Helm chart and the
 // e2e harness.
 const (
 	// MutateJobSetPath is the JobSet mutating webhook (CREATE).
-	MutateJobSetPath = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
+	MutateJobSetPath = addon.MutateJobSetPath
 	// ValidateJobSetPath is the JobSet validating webhook (CREATE and UPDATE).
-	ValidateJobSetPath = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
+	ValidateJobSetPath = addon.ValidateJobSetPath
 	// MutatePodPath is the Pod mutating webhook (CREATE), scoped by the per-pod label.
 	MutatePodPath = "/mutate--v1-pod"
 )
@@ -28,15 +28,8 @@ const (
 // Register adds the three webhooks to mgr's webhook server. The manager's scheme must know the
 // JobSet types (jobsetv1alpha2.AddToScheme).
 func Register(mgr ctrl.Manager) error {
-	js := &JobSetWebhook{}
-	err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
-		WithDefaulter(js).
-		WithDefaulterCustomPath(MutateJobSetPath).
-		WithValidator(js).
-		WithValidatorCustomPath(ValidateJobSetPath).
-		Complete()
-	if err != nil {
-		return fmt.Errorf("registering the JobSet webhooks: %w", err)
+	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{}); err != nil {
+		return err
 	}
 	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: &PodWebhook{}})
 	return nil
