@@ -2,14 +2,12 @@ package volumeclaims_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,13 +80,9 @@ func TestBadInputRefused(t *testing.T) {
 				_ = c.Delete(ctx, js)
 				t.Fatalf("created; want refused at %v", tc.wantPaths)
 			}
-			var status apierrors.APIStatus
-			if !errors.As(err, &status) || status.Status().Details == nil {
+			paths, ok := framework.CausePaths(err)
+			if !ok {
 				t.Fatalf("error %v has no field causes", err)
-			}
-			var paths []string
-			for _, cause := range status.Status().Details.Causes {
-				paths = append(paths, cause.Field)
 			}
 			for _, want := range tc.wantPaths {
 				if !slices.Contains(paths, want) {

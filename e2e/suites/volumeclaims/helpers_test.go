@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -153,16 +152,6 @@ func expectClaimsStay(ctx context.Context, t *testing.T, c client.Client, ns, jo
 	}
 }
 
-func waitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
-	t.Helper()
-	framework.Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
-			return false, err.Error(), nil
-		}
-		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
-	})
-}
-
 // checkPodVolumes checks that every pod of jobSet mounts, for each per-pod template, the PVC of
 // its own ReplicatedJob, Job index and completion index, and for each shared template the
 // shared PVC; it returns how many pods it checked.
@@ -214,18 +203,3 @@ func keys[V any](m map[string]V) []string {
 // delay makes the pods of js run for d, so that the test sees them and their PVCs before the
 // JobSet finishes.
 func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, testbed.DelayAnnotationKey, d) }
-
-// events lists the reasons of the Events about obj.
-func eventReasons(ctx context.Context, c client.Client, obj client.Object) (map[string]int, error) {
-	var list corev1.EventList
-	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, e := range list.Items {
-		if e.InvolvedObject.UID == obj.GetUID() {
-			out[e.Reason]++
-		}
-	}
-	return out, nil
-}

@@ -55,7 +55,7 @@ func TestNotAdmitted(t *testing.T) {
 			})
 			restore()
 			framework.Eventually(ctx, t, 30*time.Second, "NotAdmitted event", func(ctx context.Context) (bool, string, error) {
-				reasons, err := eventReasons(ctx, c, js)
+				reasons, err := framework.EventReasons(ctx, c, js)
 				return err == nil && reasons["NotAdmitted"] > 0, fmt.Sprint(reasons, err), nil
 			})
 			expectClaimsStay(ctx, t, c, js.Namespace, js.Name, nil)

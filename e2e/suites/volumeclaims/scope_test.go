@@ -52,7 +52,7 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 		js := newJobSet(framework.NamespaceFrom(ctx), "plain", "", replicatedJob("w", 2, 2, "data"))
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		framework.CreateAll(ctx, t, c, js)
-		waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		if after := webhookCalls(ctx, t, cfg); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("webhook calls went from %v to %v", before, after)
 		}

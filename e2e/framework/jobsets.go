@@ -1,0 +1,55 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+// WaitJobSet waits until the JobSet's condition is True, and leaves its latest state in js.
+func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
+	t.Helper()
+	Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return false, err.Error(), nil
+		}
+		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
+	})
+}
+
+// EventReasons counts the reasons of the Events about obj.
+func EventReasons(ctx context.Context, c client.Client, obj client.Object) (map[string]int, error) {
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == obj.GetUID() {
+			out[e.Reason]++
+		}
+	}
+	return out, nil
+}
+
+// CausePaths are the field paths of the causes of an API error (an admission refusal), and
+// whether it had any details.
+func CausePaths(err error) ([]string, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil, false
+	}
+	var paths []string
+	for _, cause := range status.Status().Details.Causes {
+		paths = append(paths, cause.Field)
+	}
+	return paths, true
+}

@@ -1,0 +1,351 @@
+package sequencer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// jobSet builds a JobSet for the suite.
+type jobSet struct{ *jobsetv1alpha2.JobSet }
+
+func newJobSet(ns, name string) jobSet {
+	return jobSet{&jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+}
+
+func (j jobSet) annotate(key, value string) jobSet {
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[key] = value
+	return j
+}
+
+func (j jobSet) inOrder() jobSet {
+	return j.annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+}
+
+// replicated adds a ReplicatedJob of replicas Jobs, each of pods pods (all at once, no
+// retries) that run for run (kwok's delay).
+func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet {
+	j.Spec.ReplicatedJobs = append(j.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
+		Name: name, Replicas: replicas,
+		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+				},
+			},
+		}},
+	})
+	return j
+}
+
+// last is the ReplicatedJob added last.
+func (j jobSet) last() *jobsetv1alpha2.ReplicatedJob {
+	return &j.Spec.ReplicatedJobs[len(j.Spec.ReplicatedJobs)-1]
+}
+
+// dependsOn sets the depends-on annotation of the last ReplicatedJob.
+func (j jobSet) dependsOn(value string) jobSet {
+	rj := j.last()
+	if rj.Template.Annotations == nil {
+		rj.Template.Annotations = map[string]string{}
+	}
+	rj.Template.Annotations[contract.DependsOnAnnotationKey] = value
+	return j
+}
+
+// podAnnotate sets an annotation on the pod template of the last ReplicatedJob.
+func (j jobSet) podAnnotate(key, value string) jobSet {
+	j.last().Template.Spec.Template.Annotations[key] = value
+	return j
+}
+
+func (j jobSet) maxRestarts(n int32) jobSet {
+	j.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: n}
+	return j
+}
+
+// runFor sets the run time of the pods of every ReplicatedJob named.
+func runFor(js *jobsetv1alpha2.JobSet, run string, names ...string) {
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		if slices.Contains(names, rj.Name) {
+			if rj.Template.Spec.Template.Annotations == nil {
+				rj.Template.Spec.Template.Annotations = map[string]string{}
+			}
+			rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = run
+		}
+	}
+}
+
+func hasGate(gates []corev1.PodSchedulingGate) bool {
+	return slices.ContainsFunc(gates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.SequencerSchedulingGateValue })
+}
+
+// dep is one predecessor a ReplicatedJob waits for.
+type dep struct {
+	name   string
+	status contract.DependencyStatus
+}
+
+// sequence is what a test expects of a JobSet: the pods of each ReplicatedJob in one attempt,
+// and what each waiting ReplicatedJob waits for.
+type sequence struct {
+	pods map[string]int
+	deps map[string][]dep
+}
+
+func attemptOf(p *corev1.Pod) int {
+	n, err := strconv.Atoi(p.Labels[contract.RestartAttemptLabelKey])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func schedulingGated(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
+			return true
+		}
+	}
+	return false
+}
+
+// check looks at one consistent list of the JobSet's pods: in its latest attempt, a pod of a
+// waiting ReplicatedJob may be bound to a node only if every predecessor holds in that list
+// (Complete: all its pods Succeeded; Ready: all its pods ready or Succeeded).
+func (s sequence) check(pods []corev1.Pod) []string {
+	attempt := -1
+	for i := range pods {
+		attempt = max(attempt, attemptOf(&pods[i]))
+	}
+	count := func(rj string, ok func(*corev1.Pod) bool) int {
+		n := 0
+		for i := range pods {
+			p := &pods[i]
+			if attemptOf(p) == attempt && p.DeletionTimestamp == nil && p.Labels[contract.ReplicatedJobNameLabelKey] == rj && ok(p) {
+				n++
+			}
+		}
+		return n
+	}
+	var bad []string
+	for rj, deps := range s.deps {
+		bound := count(rj, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+		if bound == 0 {
+			continue
+		}
+		for _, d := range deps {
+			held := count(d.name, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodSucceeded || (d.status == contract.DependencyReady && podReady(p))
+			})
+			if held < s.pods[d.name] {
+				bad = append(bad, fmt.Sprintf("attempt %d: %d pods of %s bound while %d of %d pods of %s are %s", attempt, bound, rj, held, s.pods[d.name], d.name, d.status))
+			}
+		}
+	}
+	return bad
+}
+
+// watch polls the JobSet's pods every 50ms while a test runs, checks each list against the
+// sequence and records what it saw.
+type watch struct {
+	stop chan struct{}
+	done chan struct{}
+
+	mu         sync.Mutex
+	violations []string
+	// gated: "<replicatedJob>/<attempt>" seen SchedulingGated by the scheduler.
+	gated map[string]bool
+	// firstSeen and firstBound: when a pod (by UID) was first seen, and first seen bound.
+	firstSeen, firstBound map[string]time.Time
+	podRJ                 map[string]string
+}
+
+func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, s sequence) *watch {
+	t.Helper()
+	w := &watch{stop: make(chan struct{}), done: make(chan struct{}), gated: map[string]bool{},
+		firstSeen: map[string]time.Time{}, firstBound: map[string]time.Time{}, podRJ: map[string]string{}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err == nil {
+				now := time.Now()
+				bad := s.check(pods.Items)
+				w.mu.Lock()
+				w.violations = append(w.violations, bad...)
+				for i := range pods.Items {
+					p := &pods.Items[i]
+					uid := string(p.UID)
+					w.podRJ[uid] = p.Labels[contract.ReplicatedJobNameLabelKey]
+					if _, ok := w.firstSeen[uid]; !ok {
+						w.firstSeen[uid] = now
+					}
+					if _, ok := w.firstBound[uid]; !ok && p.Spec.NodeName != "" {
+						w.firstBound[uid] = now
+					}
+					if schedulingGated(p) && hasGate(p.Spec.SchedulingGates) {
+						w.gated[fmt.Sprintf("%s/%d", p.Labels[contract.ReplicatedJobNameLabelKey], attemptOf(p))] = true
+					}
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops the watch and fails the test on any violation seen.
+func (w *watch) finish(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.violations) > 0 {
+		t.Errorf("released early, %d times; first: %s", len(w.violations), w.violations[0])
+	}
+}
+
+// sawGated tells whether pods of the ReplicatedJob in the attempt were seen SchedulingGated.
+func (w *watch) sawGated(rj string, attempt int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gated[fmt.Sprintf("%s/%d", rj, attempt)]
+}
+
+// slowestBinding is, among the pods of the ReplicatedJob first seen after since, the longest
+// time from first seen to first seen bound.
+func (w *watch) slowestBinding(rj string, since time.Time) (time.Duration, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var slowest time.Duration
+	n := 0
+	for uid, seen := range w.firstSeen {
+		if w.podRJ[uid] != rj || seen.Before(since) {
+			continue
+		}
+		bound, ok := w.firstBound[uid]
+		if !ok {
+			continue
+		}
+		n++
+		slowest = max(slowest, bound.Sub(seen))
+	}
+	return slowest, n
+}
+
+// waitFinished waits for the JobSet to complete, and fails the test if it fails.
+func waitFinished(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			t.Fatal(err)
+		}
+		if apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)) {
+			return
+		}
+		if apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)) {
+			t.Fatalf("JobSet %s failed: %+v", js.Name, js.Status.Conditions)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("JobSet %s did not complete: %+v", js.Name, js.Status.Conditions)
+}
+
+// released is the JobSet's released annotation.
+func released(t *testing.T, js *jobsetv1alpha2.JobSet) contract.Released {
+	t.Helper()
+	value, ok := js.Annotations[contract.ReleasedAnnotationKey]
+	if !ok {
+		return contract.Released{RestartAttempt: -1}
+	}
+	r, errs := contract.ParseReleased(value, contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey))
+	if len(errs) > 0 {
+		t.Fatalf("released annotation %q: %v", value, errs.ToAggregate())
+	}
+	return r
+}
+
+// stageReleasedEvents are the messages of the JobSet's StageReleased events.
+func stageReleasedEvents(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet) []string {
+	t.Helper()
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(js.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == js.UID && e.Reason == "StageReleased" {
+			out = append(out, e.Message)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectEvents checks that there is exactly one StageReleased event per entry of want, each
+// message containing the entry.
+func expectEvents(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, want ...string) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = stageReleasedEvents(ctx, t, c, js)
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(got) != len(want) {
+		t.Errorf("StageReleased events %q, want %d", got, len(want))
+		return
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, w) }) {
+			t.Errorf("StageReleased events %q: none says %q", got, w)
+		}
+	}
+}
