@@ -51,6 +51,14 @@ type Reconciler struct {
 	patched map[types.UID]time.Time
 	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
 	warned map[types.UID]string
+	// written holds, per JobSet, the released annotation this process last wrote, so that a
+	// reconcile that runs before the cache shows it neither releases nor tells a stage twice.
+	written map[types.NamespacedName]writtenReleased
+}
+
+type writtenReleased struct {
+	uid      types.UID
+	released contract.Released
 }
 
 // IndexFields registers the field indexes the reconciler lists by.
@@ -109,12 +117,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetWritten(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if !js.DeletionTimestamp.IsZero() || !sequence.Uses(js) {
 		r.forget(js.UID)
+		r.forgetWritten(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	stages, errs := sequence.Stages(js)
@@ -155,9 +167,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		defer wg.Done()
 		podErr = r.releasePods(ctx, js, sets.New(d.released.ReplicatedJobs...), attempt)
 	}()
-	if value := d.released.String(); !hadPrev || js.Annotations[contract.ReleasedAnnotationKey] != value {
+	if value := d.released.String(); js.Annotations[contract.ReleasedAnnotationKey] != value && !r.wrote(js, value) {
 		if hadPrev || len(d.released.ReplicatedJobs) > 0 {
 			annErr = r.patchReleased(ctx, js, value)
+			if annErr == nil {
+				r.remember(js, d.released)
+			}
 		}
 	}
 	wg.Wait()
@@ -191,18 +206,52 @@ func ownedJobs(js *jobsetv1alpha2.JobSet, jobs []batchv1.Job) []batchv1.Job {
 	return out
 }
 
-// previous is the released annotation of the JobSet, and whether it has one that parses.
+// previous is what is released in the JobSet: its released annotation, with what this process
+// wrote last if the cache does not show it yet, and whether it has any.
 func (r *Reconciler) previous(js *jobsetv1alpha2.JobSet) (contract.Released, bool) {
-	value, ok := js.Annotations[contract.ReleasedAnnotationKey]
-	if !ok {
-		return contract.Released{}, false
+	prev, ok := contract.Released{RestartAttempt: -1}, false
+	if value, found := js.Annotations[contract.ReleasedAnnotationKey]; found {
+		ok = true
+		parsed, errs := contract.ParseReleased(value, contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey))
+		if len(errs) == 0 { // written by hand otherwise: started again from the Jobs, and overwritten
+			prev = parsed
+		}
 	}
-	prev, errs := contract.ParseReleased(value, contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey))
-	if len(errs) > 0 {
-		// Written by hand: started again from the Jobs, and overwritten.
-		return contract.Released{RestartAttempt: -1}, true
+	r.mu.Lock()
+	w, wrote := r.written[client.ObjectKeyFromObject(js)]
+	r.mu.Unlock()
+	if wrote && w.uid == js.UID {
+		switch {
+		case w.released.RestartAttempt > prev.RestartAttempt:
+			prev, ok = w.released, true
+		case w.released.RestartAttempt == prev.RestartAttempt:
+			prev, ok = prev.With(w.released.ReplicatedJobs...), true
+		}
 	}
-	return prev, true
+	return prev, ok
+}
+
+func (r *Reconciler) remember(js *jobsetv1alpha2.JobSet, released contract.Released) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = map[types.NamespacedName]writtenReleased{}
+	}
+	r.written[client.ObjectKeyFromObject(js)] = writtenReleased{uid: js.UID, released: released}
+}
+
+// wrote tells whether this process last wrote value as the JobSet's released annotation.
+func (r *Reconciler) wrote(js *jobsetv1alpha2.JobSet, value string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.written[client.ObjectKeyFromObject(js)]
+	return ok && w.uid == js.UID && w.released.String() == value
+}
+
+func (r *Reconciler) forgetWritten(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.written, key)
 }
 
 // patchReleased writes the released annotation, and only it.

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
@@ -159,5 +160,50 @@ func TestReconcile(t *testing.T) {
 				t.Errorf("event reasons (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReconcileStaleCache: a second reconcile that reads the JobSet as it was before the first
+// wrote the released annotation (the cache lags) neither tells the release again nor rewrites.
+func TestReconcileStaleCache(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	js := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 1).Obj()
+	stages, _ := sequence.Stages(js)
+	sequence.Inject(js, stages)
+	stale := js.DeepCopy()
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), tu.Pod(js, "node", 0, 0)).
+		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
+	patches := 0
+	staleReader := interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if got, ok := obj.(*jobsetv1alpha2.JobSet); ok {
+				stale.DeepCopyInto(got)
+				return nil
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*jobsetv1alpha2.JobSet); ok {
+				patches++
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	}
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: interceptor.NewClient(c, staleReader), Recorder: rec, Clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), Workers: 2}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	close(rec.Events)
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+	if patches != 1 {
+		t.Errorf("%d JobSet patches, want 1", patches)
 	}
 }
