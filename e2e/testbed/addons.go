@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -98,6 +99,12 @@ func StopAddon(ctx context.Context, c Config, name string) error {
 		return err
 	}
 	return DeleteWebhooks(ctx, cs, manifests)
+}
+
+// KillAddon kills the add-on with SIGKILL, as a node failure or an OOM kill would: it gets no
+// chance to clean up, and its webhook configurations stay registered. StartAddon brings it back.
+func KillAddon(c Config, name string) error {
+	return endProcess(c, name, syscall.SIGKILL)
 }
 
 // chartWebhooks renders the chart with only the add-on name on, for its webhook configurations.

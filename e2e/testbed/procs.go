@@ -57,7 +57,10 @@ func stopProcesses(c Config) error {
 }
 
 // stopProcess sends SIGTERM to the process group of name, then SIGKILL after 10 s.
-func stopProcess(c Config, name string) error {
+func stopProcess(c Config, name string) error { return endProcess(c, name, syscall.SIGTERM) }
+
+// endProcess sends sig to the process group of name, then SIGKILL if it still runs after 10 s.
+func endProcess(c Config, name string, sig syscall.Signal) error {
 	pidFile := filepath.Join(c.procsDir(), name+".pid")
 	b, err := os.ReadFile(pidFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -70,7 +73,7 @@ func stopProcess(c Config, name string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", pidFile, err)
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, sig)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && alive(pid) {
 		time.Sleep(100 * time.Millisecond)

@@ -19,7 +19,8 @@ import (
 
 const addonName = "sequencer"
 
-var addonArgs = []string{"--log-level=2"}
+// addonArgs: a short lease, so that a sequencer killed by a test is followed within seconds.
+var addonArgs = []string{"--log-level=2", "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
 
 var testenv env.Environment
 
