@@ -1,0 +1,148 @@
+package sequencer_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+const (
+	policyPath   = "metadata.annotations[sequencer.jobset-addons.io/execution-policy]"
+	waitForPath  = "metadata.annotations[sequencer.jobset-addons.io/wait-for]"
+	releasedPath = "metadata.annotations[sequencer.jobset-addons.io/released]"
+)
+
+// dependsOnPath is the path of the depends-on annotation of spec.replicatedJobs[i], written out.
+func dependsOnPath(i string) string {
+	return "spec.replicatedJobs[" + i + "].template.metadata.annotations[sequencer.jobset-addons.io/depends-on]"
+}
+
+// TestBadInputRefused: every bad sequencing is refused at admission, all its mistakes at once,
+// each with its exact field path.
+func TestBadInputRefused(t *testing.T) {
+	three := func(ns string) jobSet {
+		return newJobSet(ns, "bad").replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s").replicated("c", 1, 1, "1s")
+	}
+	cases := []struct {
+		name      string
+		build     func(j jobSet) jobSet
+		wantPaths []string
+	}{
+		{"cycle", func(j jobSet) jobSet {
+			j.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: c\n"}
+			return j.dependsOn("- name: a\n")
+		}, []string{dependsOnPath("0") + "[0].name"}},
+		{"unknown name", func(j jobSet) jobSet { return j.dependsOn("- name: initialiser\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"self-dependency", func(j jobSet) jobSet { return j.dependsOn("- name: c\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"execution-policy and depends-on together", func(j jobSet) jobSet { return j.inOrder().dependsOn("- name: a\n") }, []string{dependsOnPath("2")}},
+		{"depends-on beside upstream dependsOn", func(j jobSet) jobSet {
+			j.last().DependsOn = []jobsetv1alpha2.DependsOn{{Name: "b", Status: jobsetv1alpha2.DependencyComplete}}
+			return j.dependsOn("- name: a\n")
+		}, []string{dependsOnPath("2")}},
+		{"execution-policy with startupPolicy InOrder", func(j jobSet) jobSet {
+			j.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
+			return j.inOrder()
+		}, []string{"spec.startupPolicy"}},
+		{"bad execution-policy", func(j jobSet) jobSet {
+			return j.annotate(contract.ExecutionPolicyAnnotationKey, "Sequential")
+		}, []string{policyPath}},
+		{"bad wait-for", func(j jobSet) jobSet {
+			return j.inOrder().annotate(contract.WaitForAnnotationKey, "Running")
+		}, []string{waitForPath}},
+		{"bad status", func(j jobSet) jobSet { return j.dependsOn("- name: a\n  status: Started\n") }, []string{dependsOnPath("2") + "[0].status"}},
+		{"unknown field", func(j jobSet) jobSet { return j.dependsOn("- name: a\n  after: 5s\n") }, []string{dependsOnPath("2") + "[0].after"}},
+		{"not YAML", func(j jobSet) jobSet { return j.dependsOn("[{") }, []string{dependsOnPath("2")}},
+		{"empty list", func(j jobSet) jobSet { return j.dependsOn("[]") }, []string{dependsOnPath("2")}},
+		{"name repeated", func(j jobSet) jobSet { return j.dependsOn("- name: a\n- name: a\n") }, []string{dependsOnPath("2") + "[1].name"}},
+		{"released written by the user", func(j jobSet) jobSet {
+			return j.inOrder().annotate(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["c"]}`)
+		}, []string{releasedPath}},
+		{"several mistakes at once", func(j jobSet) jobSet {
+			j = j.annotate(contract.WaitForAnnotationKey, "Done")
+			j.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: b\n"}
+			return j.dependsOn("- name: nope\n  status: Later\n")
+		}, []string{waitForPath, dependsOnPath("1") + "[0].name", dependsOnPath("2") + "[0].status", dependsOnPath("2") + "[0].name"}},
+	}
+	f := features.New("bad sequencing is refused with its field paths").WithSetup("namespace", framework.Namespace)
+	for _, tc := range cases {
+		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c := framework.Client(t, cfg)
+			js := tc.build(three(framework.NamespaceFrom(ctx))).JobSet
+			err := c.Create(ctx, js)
+			if err == nil {
+				_ = c.Delete(ctx, js)
+				t.Fatalf("created; want refused at %v", tc.wantPaths)
+			}
+			paths, ok := framework.CausePaths(err)
+			if !ok {
+				t.Fatalf("error %v has no field causes", err)
+			}
+			slices.Sort(paths)
+			want := slices.Sorted(slices.Values(tc.wantPaths))
+			if !slices.Equal(paths, want) {
+				t.Errorf("refused at %q, want exactly %q\n(error: %v)", paths, want, err)
+			}
+			if !strings.Contains(err.Error(), "vjobset.sequencer.jobset-addons.io") {
+				t.Errorf("not refused by the sequencer's webhook: %v", err)
+			}
+			return ctx
+		})
+	}
+	testenv.Test(t, f.Teardown(framework.DeleteNamespace).Feature())
+}
+
+// TestAnnotationsImmutable: the sequencer annotations can be neither changed, added nor
+// removed by an update; a JobSet without them gets no gate.
+func TestAnnotationsImmutable(t *testing.T) {
+	f := framework.NamespacedFeature("the sequencer annotations are immutable", "changes refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "fixed").inOrder().replicated("a", 1, 1, "1h").replicated("b", 1, 1, "1h").JobSet
+		plain := newJobSet(ns, "plain").replicated("a", 1, 1, "1h").replicated("b", 1, 1, "1h").JobSet
+		framework.CreateAll(ctx, t, c, js, plain)
+		for _, rj := range plain.Spec.ReplicatedJobs {
+			if pt := rj.Template.Spec.Template; hasGate(pt.Spec.SchedulingGates) || pt.Labels[contract.SequencerGatedLabelKey] != "" {
+				t.Errorf("a JobSet without sequencer annotations was gated: %s %+v", rj.Name, pt)
+			}
+		}
+		for _, tc := range []struct {
+			name     string
+			edit     func() client.Object
+			wantPath string
+		}{
+			{"execution-policy removed", func() client.Object { delete(js.Annotations, contract.ExecutionPolicyAnnotationKey); return js }, policyPath},
+			{"wait-for added", func() client.Object { js.Annotations[contract.WaitForAnnotationKey] = "Ready"; return js }, waitForPath},
+			{"execution-policy added", func() client.Object {
+				plain.Annotations = map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}
+				return plain
+			}, policyPath},
+		} {
+			// JobSet writes its status meanwhile: retry conflicts, which come before admission.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+					return err
+				}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(plain), plain); err != nil {
+					return err
+				}
+				return c.Update(ctx, tc.edit())
+			})
+			paths, _ := framework.CausePaths(err)
+			if err == nil || !slices.Equal(paths, []string{tc.wantPath}) {
+				t.Errorf("%s: update = %v, want refused at %s", tc.name, err, tc.wantPath)
+			}
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
