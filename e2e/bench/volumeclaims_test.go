@@ -434,7 +434,13 @@ func rssWithUnrelatedPods(ctx context.Context, b *testing.B, c client.Client, tb
 // handlerHistogram reads controller-runtime's webhook latency histogram of the Pod webhook
 // from the controller's /metrics: the time spent in the controller, TLS and HTTP included.
 func handlerHistogram(ctx context.Context, tb testbed.Config) (histogram, error) {
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts("volumeclaims").Metrics)
+	return addonHistogram(ctx, tb, "volumeclaims", "controller_runtime_webhook_latency_seconds", `webhook="/mutate--v1-pod"`)
+}
+
+// addonHistogram reads the series of a histogram whose labels contain match from the /metrics
+// of the add-on name running on the testbed.
+func addonHistogram(ctx context.Context, tb testbed.Config, name, metric, match string) (histogram, error) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(name).Metrics)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -445,5 +451,5 @@ func handlerHistogram(ctx context.Context, tb testbed.Config) (histogram, error)
 	if err != nil {
 		return histogram{}, err
 	}
-	return parseHistogram(string(raw), "controller_runtime_webhook_latency_seconds", `webhook="/mutate--v1-pod"`), nil
+	return parseHistogram(string(raw), metric, match), nil
 }

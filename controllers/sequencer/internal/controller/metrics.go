@@ -19,11 +19,11 @@ var (
 		Name: "jobset_addons_sequencer_errors_total",
 		Help: "Errors, by reason (list, patch-pod, patch-jobset, invalid, not-admitted).",
 	}, []string{"reason"})
-	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jobset_addons_sequencer_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included.",
+		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
-	})
+	}, []string{"result"})
 )
 
 func init() {

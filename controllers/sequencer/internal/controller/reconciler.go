@@ -111,9 +111,15 @@ func jobSetOf(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile releases the stages whose predecessors hold, and their pods.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := r.Clock.Now()
-	defer func() { reconcileDuration.Observe(r.Clock.Since(start).Seconds()) }()
+	defer func() {
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		reconcileDuration.WithLabelValues(result).Observe(r.Clock.Since(start).Seconds())
+	}()
 
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
@@ -158,15 +164,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := decide(js, stages, prev, tally(jobs.Items, attempt), attempt)
 	log.V(2).Info("Reconciling", "attempt", attempt, "released", d.released.ReplicatedJobs, "newly", len(d.newly))
 
-	// The pods and the annotation are written at once: the hand-off waits for neither the
-	// other nor the JobSet's status.
-	var wg sync.WaitGroup
-	var podErr, annErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		podErr = r.releasePods(ctx, js, sets.New(d.released.ReplicatedJobs...), attempt)
-	}()
+	// The pods first, straight from the Jobs' state: the hand-off waits for neither the
+	// annotation (and the JobSet webhooks it goes through) nor the JobSet's status. A crash
+	// in between loses nothing: the next reconcile derives the same releases from the Jobs.
+	podErr := r.releasePods(ctx, js, sets.New(d.released.ReplicatedJobs...), attempt)
+	var annErr error
 	if value := d.released.String(); js.Annotations[contract.ReleasedAnnotationKey] != value && !r.wrote(js, value) {
 		if hadPrev || len(d.released.ReplicatedJobs) > 0 {
 			annErr = r.patchReleased(ctx, js, value)
@@ -175,7 +177,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	wg.Wait()
 	if annErr == nil {
 		for _, s := range d.newly {
 			status := strictest(s.DependsOn)
