@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,17 @@ func TestKEP672Story(t *testing.T) {
 			t.Errorf("released annotation %+v, want node in attempt 0", r)
 		}
 		expectEvents(ctx, t, c, js, "Released ReplicatedJob node (stage 1, restart attempt 0): initializer Complete")
+		// The sequencer's metrics count it, with bounded labels.
+		metrics := framework.AddonMetrics(t, addonName)
+		for _, want := range []string{
+			`jobset_addons_sequencer_replicatedjobs_released_total{status="Complete"}`,
+			`jobset_addons_sequencer_pods_released_total`,
+			`jobset_addons_sequencer_reconcile_duration_seconds_count{result="success"}`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics has no %s", want)
+			}
+		}
 		return ctx
 	})
 	testenv.Test(t, f)
