@@ -53,3 +53,20 @@ func CausePaths(err error) ([]string, bool) {
 	}
 	return paths, true
 }
+
+// CreateRefused creates obj, expecting admission to refuse it: it fails the test if obj was
+// created (and deletes it) or if the refusal names no field, and returns the field paths of
+// its causes and the refusal.
+func CreateRefused(ctx context.Context, t *testing.T, c client.Client, obj client.Object) ([]string, error) {
+	t.Helper()
+	err := c.Create(ctx, obj)
+	if err == nil {
+		_ = c.Delete(ctx, obj)
+		t.Fatalf("%s created; want it refused", obj.GetName())
+	}
+	paths, ok := CausePaths(err)
+	if !ok {
+		t.Fatalf("error %v has no field causes", err)
+	}
+	return paths, err
+}

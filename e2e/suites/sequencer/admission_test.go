@@ -78,15 +78,7 @@ func TestBadInputRefused(t *testing.T) {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
 			js := tc.build(three(framework.NamespaceFrom(ctx))).JobSet
-			err := c.Create(ctx, js)
-			if err == nil {
-				_ = c.Delete(ctx, js)
-				t.Fatalf("created; want refused at %v", tc.wantPaths)
-			}
-			paths, ok := framework.CausePaths(err)
-			if !ok {
-				t.Fatalf("error %v has no field causes", err)
-			}
+			paths, err := framework.CreateRefused(ctx, t, c, js)
 			slices.Sort(paths)
 			want := slices.Sorted(slices.Values(tc.wantPaths))
 			if !slices.Equal(paths, want) {

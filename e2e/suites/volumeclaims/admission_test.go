@@ -75,15 +75,7 @@ func TestBadInputRefused(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(js)
 			}
-			err := c.Create(ctx, js)
-			if err == nil {
-				_ = c.Delete(ctx, js)
-				t.Fatalf("created; want refused at %v", tc.wantPaths)
-			}
-			paths, ok := framework.CausePaths(err)
-			if !ok {
-				t.Fatalf("error %v has no field causes", err)
-			}
+			paths, err := framework.CreateRefused(ctx, t, c, js)
 			for _, want := range tc.wantPaths {
 				if !slices.Contains(paths, want) {
 					t.Errorf("causes %q: want one at %s\n(error: %v)", paths, want, err)
