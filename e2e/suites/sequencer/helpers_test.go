@@ -248,6 +248,22 @@ func (w *watch) finish(t *testing.T) {
 	}
 }
 
+// complete waits for the JobSet to complete, stops the watch, fails the test on any early
+// release, and checks that the pods of each "<replicatedJob>/<attempt>" of gated were seen
+// SchedulingGated.
+func (w *watch) complete(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, gated ...string) {
+	t.Helper()
+	waitFinished(ctx, t, c, js)
+	w.finish(t)
+	for _, g := range gated {
+		rj, attempt, _ := strings.Cut(g, "/")
+		n, _ := strconv.Atoi(attempt)
+		if !w.sawGated(rj, n) {
+			t.Errorf("the pods of %s in attempt %d were never seen SchedulingGated", rj, n)
+		}
+	}
+}
+
 // sawGated tells whether pods of the ReplicatedJob in the attempt were seen SchedulingGated.
 func (w *watch) sawGated(rj string, attempt int) bool {
 	w.mu.Lock()

@@ -109,8 +109,7 @@ func TestSequencerKilled(t *testing.T) {
 		}
 		start()
 
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
+		w.complete(ctx, t, c, js, "b/0", "c/0")
 		if r := released(t, js); !slices.Equal(r.ReplicatedJobs, []string{"b", "c"}) {
 			t.Errorf("released annotation %+v, want b, c", r)
 		}

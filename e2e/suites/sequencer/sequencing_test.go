@@ -43,11 +43,7 @@ func TestReadyMode(t *testing.T) {
 			}
 			return slices.Equal(phases["b"], []corev1.PodPhase{corev1.PodSucceeded}), "", nil
 		})
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
-		if !w.sawGated("b", 0) {
-			t.Errorf("the b pod was never seen SchedulingGated")
-		}
+		w.complete(ctx, t, c, js, "b/0")
 		expectEvents(ctx, t, c, js, "Released ReplicatedJob b (stage 1, restart attempt 0): a Ready")
 		return ctx
 	})
@@ -65,13 +61,7 @@ func TestThreeStageChain(t *testing.T) {
 			deps: map[string][]dep{"b": {{"a", contract.DependencyComplete}}, "c": {{"b", contract.DependencyComplete}}},
 		})
 		framework.CreateAll(ctx, t, c, js)
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
-		for _, rj := range []string{"b", "c"} {
-			if !w.sawGated(rj, 0) {
-				t.Errorf("the %s pods were never seen SchedulingGated", rj)
-			}
-		}
+		w.complete(ctx, t, c, js, "b/0", "c/0")
 		if r := released(t, js); !slices.Equal(r.ReplicatedJobs, []string{"b", "c"}) {
 			t.Errorf("released annotation %+v, want b, c", r)
 		}
@@ -96,15 +86,9 @@ func TestRestartMidSequence(t *testing.T) {
 			deps: map[string][]dep{"b": {{"a", contract.DependencyComplete}}, "c": {{"b", contract.DependencyComplete}}},
 		})
 		framework.CreateAll(ctx, t, c, js)
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
+		w.complete(ctx, t, c, js, "b/0", "b/1", "c/1")
 		if js.Status.Restarts != 1 {
 			t.Errorf("restarts %d, want 1", js.Status.Restarts)
-		}
-		for _, rj := range []string{"b/0", "b/1", "c/1"} {
-			if !w.sawGated(rj[:1], int(rj[2]-'0')) {
-				t.Errorf("the pods of %s (ReplicatedJob/attempt) were never seen SchedulingGated", rj)
-			}
 		}
 		if r := released(t, js); r.RestartAttempt != 1 || !slices.Equal(r.ReplicatedJobs, []string{"b", "c"}) {
 			t.Errorf("released annotation %+v, want b, c of attempt 1", r)
@@ -180,8 +164,7 @@ func TestSuspendResume(t *testing.T) {
 		})
 		resumed := time.Now()
 		setSuspend(false)
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
+		w.complete(ctx, t, c, js)
 		slowest, n := w.slowestBinding("b", resumed)
 		if n != 2 {
 			t.Errorf("%d pods of b seen created and bound after the resume, want 2", n)

@@ -51,11 +51,7 @@ func TestKEP672Story(t *testing.T) {
 			deps: map[string][]dep{"node": {{"initializer", contract.DependencyComplete}}},
 		})
 		framework.CreateAll(ctx, t, c, objs...)
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
-		if !w.sawGated("node", 0) {
-			t.Errorf("the node pods were never seen SchedulingGated")
-		}
+		w.complete(ctx, t, c, js, "node/0")
 		if r := released(t, js); !slices.Equal(r.ReplicatedJobs, []string{"node"}) || r.RestartAttempt != 0 {
 			t.Errorf("released annotation %+v, want node in attempt 0", r)
 		}
@@ -108,11 +104,7 @@ func TestFanIn(t *testing.T) {
 			t.Errorf("with only dataset-initializer done, want the node pod gated; got %d pods: %+v", len(node.Items), node.Items)
 		}
 
-		waitFinished(ctx, t, c, js)
-		w.finish(t)
-		if !w.sawGated("node", 0) {
-			t.Errorf("the node pod was never seen SchedulingGated")
-		}
+		w.complete(ctx, t, c, js, "node/0")
 		expectEvents(ctx, t, c, js, "Released ReplicatedJob node (stage 1, restart attempt 0): dataset-initializer Complete, model-initializer Complete")
 		return ctx
 	})
