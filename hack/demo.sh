@@ -32,8 +32,11 @@ echo "== PersistentVolumeClaims made by volumeclaims (the retained ones; shared 
 "$K" get pvc -A -l app.kubernetes.io/managed-by=volumeclaims.jobset-addons.io \
 	-L jobset.sigs.k8s.io/jobset-name,volumeclaims.jobset-addons.io/replicatedjob,volumeclaims.jobset-addons.io/job-index,volumeclaims.jobset-addons.io/pod-index
 echo
-echo "== what volumeclaims did, as Events on the JobSets"
-"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|JOBSET' | cut -c1-150
+echo "== what volumeclaims and sequencer did, as Events on the JobSets"
+"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|StageReleased|JOBSET' | cut -c1-150
+echo
+echo "== what sequencer released (sequencer.jobset-addons.io/released)"
+"$K" get jobsets -A -o custom-columns='JOBSET:.metadata.name,RELEASED:.metadata.annotations.sequencer\.jobset-addons\.io/released' | grep -v '<none>'
 echo
 echo "== leader election: one Lease per controller"
 "$K" get leases -n "$NS"
