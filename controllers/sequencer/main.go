@@ -41,7 +41,7 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			fs.IntVar(&concurrency, "concurrent-reconciles", 50, "JobSets reconciled at once (a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others)")
 			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases at once")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
