@@ -1,8 +1,65 @@
-// Command resourceclaims is the jobset-addons resourceclaims controller.
+// Command resourceclaims is the jobset-addons resourceclaims controller: one DRA ResourceClaim
+// per Job of a JobSet and template, shared by the Job's pods and referenced by the containers
+// the template names (JobSet KEP-762).
 package main
 
-import "github.com/jobset-addons/jobset-addons/pkg/addon"
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/webhook"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
 
 func main() {
-	addon.Main(addon.Options{Name: "resourceclaims"})
+	var concurrency, workers int
+	jobSetJobs, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	addon.Main(addon.Options{
+		Name:         "resourceclaims",
+		QPS:          200,
+		Burst:        300,
+		AddToScheme:  []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
+		FeatureGates: claims.Gates,
+		// Only the claims the add-on made, and only JobSet Jobs, are cached.
+		Cache: map[client.Object]cache.ByObject{
+			&resourcev1.ResourceClaim{}: addon.ManagedBy(contract.ResourceClaimsManagedByValue),
+			&batchv1.Job{}:              {Label: labels.NewSelector().Add(*jobSetJobs)},
+		},
+		MutatingWebhooks:   true,
+		ValidatingWebhooks: true,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
+		},
+		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
+			if err := webhook.Register(mgr, gates); err != nil {
+				return err
+			}
+			r := &controller.Reconciler{
+				Client:    mgr.GetClient(),
+				APIReader: mgr.GetAPIReader(),
+				Recorder:  mgr.GetEventRecorder("resourceclaims.jobset-addons.io"),
+				Gates:     gates,
+				Workers:   workers,
+			}
+			return r.SetupWithManager(mgr, concurrency)
+		},
+	})
 }

@@ -138,7 +138,7 @@ func TestKeys(t *testing.T) {
 		"VolumeClaimReplicatedJobLabelKey": VolumeClaimReplicatedJobLabelKey, "VolumeClaimJobIndexLabelKey": VolumeClaimJobIndexLabelKey,
 		"VolumeClaimPodIndexLabelKey": VolumeClaimPodIndexLabelKey, "VolumeClaimsPerPodLabelKey": VolumeClaimsPerPodLabelKey, "VolumeClaimsPerPodVolumesAnnotationKey": VolumeClaimsPerPodVolumesAnnotationKey, "VolumeClaimsPlaceholderClaimName": VolumeClaimsPlaceholderClaimName, "VolumeClaimJobSetUIDAnnotationKey": VolumeClaimJobSetUIDAnnotationKey,
 		"VolumeClaimsAdmittedAnnotationKey": VolumeClaimsAdmittedAnnotationKey, "TemplatesAnnotationKey": TemplatesAnnotationKey,
-		"ResourceClaimsEnabledLabelKey": ResourceClaimsEnabledLabelKey, "ResourceClaimTemplateLabelKey": ResourceClaimTemplateLabelKey,
+		"ResourceClaimTemplateLabelKey": ResourceClaimTemplateLabelKey,
 		"ExecutionPolicyAnnotationKey": ExecutionPolicyAnnotationKey, "WaitForAnnotationKey": WaitForAnnotationKey,
 		"DependsOnAnnotationKey": DependsOnAnnotationKey, "ReleasedAnnotationKey": ReleasedAnnotationKey,
 		"SequencerSchedulingGateValue": SequencerSchedulingGateValue, "SequencerGatedLabelKey": SequencerGatedLabelKey,

@@ -1,0 +1,201 @@
+// Package claims is what the resourceclaims webhooks and reconciler agree on: the feature gate,
+// the templates a Job carries, the claim each template gives the Job (its name, whether the
+// pod template's own claim of the same name shadows it), the ResourceClaim object to create,
+// and the pod-spec changes that reference it.
+package claims
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// Gate is the feature gate of the add-on, named as JobSet KEP-762 names it. It is on by default:
+// installing the controller is the opt-in. Off, the webhooks admit without mutating and the
+// reconciler does nothing.
+const Gate featuregate.Feature = "JobSetResourceClaimTemplates"
+
+// Gates are the feature gates the binary understands.
+var Gates = map[featuregate.Feature]featuregate.FeatureSpec{
+	Gate: {Default: true, PreRelease: featuregate.Beta},
+}
+
+// JobAnnotationPath is the field path of the templates annotation on a Job.
+var JobAnnotationPath = field.NewPath("metadata", "annotations").Key(contract.TemplatesAnnotationKey)
+
+// Binding is what one template gives one Job.
+type Binding struct {
+	Template contract.ResourceClaimTemplate
+	// ClaimName is the ResourceClaim's object name (contract.ResourceClaimName).
+	ClaimName string
+	// Shadowed: the pod template has a pod-level claim of the template's name of its own; it
+	// wins, and the template gives the Job nothing (no claim, no reference).
+	Shadowed bool
+}
+
+// HasTemplates tells whether the Job carries the templates annotation.
+func HasTemplates(job *batchv1.Job) bool {
+	_, ok := job.Annotations[contract.TemplatesAnnotationKey]
+	return ok
+}
+
+// RestartAttempt is the JobSet restart attempt the Job belongs to (upstream's
+// jobset.sigs.k8s.io/restart-attempt label, 0 when absent).
+func RestartAttempt(job *batchv1.Job) (int, error) {
+	v, ok := job.Labels[contract.RestartAttemptLabelKey]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("label %s=%q is not a restart attempt (a non-negative integer)", contract.RestartAttemptLabelKey, v)
+	}
+	return n, nil
+}
+
+// Bindings parses the Job's templates and gives each its claim. The errors carry the field
+// paths of the Job (metadata.annotations[...]); a template whose claim name is invalid is
+// reported and left out.
+func Bindings(job *batchv1.Job) ([]Binding, field.ErrorList) {
+	templates, errs := contract.ParseResourceClaimTemplates(job.Annotations[contract.TemplatesAnnotationKey], JobAnnotationPath)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	attempt, err := RestartAttempt(job)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(contract.RestartAttemptLabelKey), job.Labels[contract.RestartAttemptLabelKey], err.Error())}
+	}
+	spec := &job.Spec.Template.Spec
+	bindings := make([]Binding, 0, len(templates))
+	for i, t := range templates {
+		name, err := contract.ResourceClaimName(job.Name, t.Name, attempt)
+		if err != nil {
+			errs = append(errs, field.Invalid(JobAnnotationPath.Index(i).Child("metadata", "name"), t.Name, err.Error()))
+			continue
+		}
+		bindings = append(bindings, Binding{Template: t, ClaimName: name, Shadowed: shadowed(spec, t.Name, name)})
+	}
+	return bindings, errs
+}
+
+// shadowed tells whether spec has a pod-level claim called template that is not the add-on's
+// own reference to claim.
+func shadowed(spec *corev1.PodSpec, template, claim string) bool {
+	i := slices.IndexFunc(spec.ResourceClaims, func(c corev1.PodResourceClaim) bool { return c.Name == template })
+	if i < 0 {
+		return false
+	}
+	own := spec.ResourceClaims[i].ResourceClaimName
+	return own == nil || *own != claim || spec.ResourceClaims[i].ResourceClaimTemplateName != nil
+}
+
+// Claim is the ResourceClaim b gives job: the template's spec, labels and annotations, the
+// add-on's labels, and the Job as controller owner. The owner reference does not block the
+// Job's deletion, so that the controller needs no permission on jobs/finalizers.
+func Claim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
+	labels := make(map[string]string, len(b.Template.Labels)+5)
+	for k, v := range b.Template.Labels {
+		labels[k] = v
+	}
+	labels[contract.ManagedByLabelKey] = contract.ResourceClaimsManagedByValue
+	labels[contract.ResourceClaimTemplateLabelKey] = b.Template.Name
+	for _, k := range []string{contract.JobSetNameLabelKey, contract.ReplicatedJobNameLabelKey, contract.JobIndexLabelKey} {
+		if v, ok := job.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	var annotations map[string]string
+	if len(b.Template.Annotations) > 0 {
+		annotations = make(map[string]string, len(b.Template.Annotations))
+		for k, v := range b.Template.Annotations {
+			annotations[k] = v
+		}
+	}
+	return &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        b.ClaimName,
+			Namespace:   job.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         batchv1.SchemeGroupVersion.String(),
+				Kind:               "Job",
+				Name:               job.Name,
+				UID:                job.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(false),
+			}},
+		},
+		Spec: *b.Template.Spec.DeepCopy(),
+	}
+}
+
+// Finished tells whether the Job has finished: its Complete or Failed condition is True.
+func Finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// Injected says what Inject changed in a pod spec.
+type Injected struct {
+	// PodClaims: spec.resourceClaims changed.
+	PodClaims bool
+	// Containers and InitContainers are the indexes of the containers whose
+	// resources.claims changed.
+	Containers, InitContainers []int
+}
+
+// Any tells whether anything changed.
+func (in Injected) Any() bool {
+	return in.PodClaims || len(in.Containers) > 0 || len(in.InitContainers) > 0
+}
+
+// Inject adds to spec what bindings give it: for each binding that is not shadowed, the
+// pod-level claim {name: template, resourceClaimName: claim} and, in every container and init
+// container the template targets, resources.claims {name: template}. It only appends, and adds
+// nothing that is there already, so it is idempotent.
+func Inject(spec *corev1.PodSpec, bindings []Binding) Injected {
+	var in Injected
+	for _, b := range bindings {
+		if b.Shadowed {
+			continue
+		}
+		if !slices.ContainsFunc(spec.ResourceClaims, func(c corev1.PodResourceClaim) bool { return c.Name == b.Template.Name }) {
+			spec.ResourceClaims = append(spec.ResourceClaims, corev1.PodResourceClaim{Name: b.Template.Name, ResourceClaimName: ptr.To(b.ClaimName)})
+			in.PodClaims = true
+		}
+		in.Containers = reference(spec.Containers, b.Template, in.Containers)
+		in.InitContainers = reference(spec.InitContainers, b.Template, in.InitContainers)
+	}
+	return in
+}
+
+// reference adds resources.claims {name: t.Name} to the containers t targets that lack it, and
+// returns changed with their indexes added.
+func reference(containers []corev1.Container, t contract.ResourceClaimTemplate, changed []int) []int {
+	for i := range containers {
+		c := &containers[i]
+		if !t.AppliesToContainer(c.Name) || slices.ContainsFunc(c.Resources.Claims, func(r corev1.ResourceClaim) bool { return r.Name == t.Name }) {
+			continue
+		}
+		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: t.Name})
+		if !slices.Contains(changed, i) {
+			changed = append(changed, i)
+		}
+	}
+	return changed
+}
