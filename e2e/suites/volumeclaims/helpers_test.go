@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -151,16 +150,6 @@ func expectClaimsStay(ctx context.Context, t *testing.T, c client.Client, ns, jo
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func waitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
-	t.Helper()
-	framework.Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
-			return false, err.Error(), nil
-		}
-		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
-	})
 }
 
 // checkPodVolumes checks that every pod of jobSet mounts, for each per-pod template, the PVC of

@@ -55,9 +55,9 @@ func TestRetentionMatrix(t *testing.T) {
 				uids := waitClaimsBound(ctx, t, c, ns, name, allClaims(name))
 				switch event {
 				case "complete":
-					waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+					framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 				case "fail":
-					waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetFailed)
+					framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetFailed)
 				case "delete":
 					if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 						t.Fatal(err)
@@ -90,7 +90,7 @@ func TestRestartKeepsClaims(t *testing.T) {
 		podAnnotate(js, testbed.FailFirstAttemptAnnotationKey, "true")
 		framework.CreateAll(ctx, t, c, js)
 		before := waitClaimsBound(ctx, t, c, ns, js.Name, allClaims(js.Name))
-		waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		if js.Status.Restarts < 1 {
 			t.Fatalf("JobSet completed with %d restarts, want at least 1", js.Status.Restarts)
 		}
@@ -130,7 +130,7 @@ func TestRecreatedJobSetReusesClaims(t *testing.T) {
 		})
 		second := mk()
 		framework.CreateAll(ctx, t, c, second)
-		waitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
+		framework.WaitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
 		after := waitClaimsBound(ctx, t, c, ns, second.Name, allClaims(second.Name))
 		for n, uid := range before {
 			if after[n] != uid {
@@ -165,7 +165,7 @@ func TestUserClaimNeverDeleted(t *testing.T) {
 		}
 		framework.CreateAll(ctx, t, c, user, js)
 		waitClaimsBound(ctx, t, c, ns, js.Name, perPodNames("ckpt", js.Name, "w", 2, 2))
-		waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		checkPodVolumes(ctx, t, c, ns, js.Name, nil, map[string]string{"data": "data-mine"})
 		waitClaimsGone(ctx, t, c, ns, js.Name, perPodNames("ckpt", js.Name, "w", 2, 2))
 		if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {

@@ -77,7 +77,7 @@ func TestStories(t *testing.T) {
 					_ = c.DeleteAllOf(context.Background(), &corev1.PersistentVolumeClaim{}, client.InNamespace(st.ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": st.jobSet})
 				})
 				uids := waitClaimsBound(ctx, t, c, st.ns, st.jobSet, st.want)
-				waitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+				framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 				pods := checkPodVolumes(ctx, t, c, st.ns, st.jobSet, st.perPod, st.shared)
 				var gone []string
 				kept := map[string]bool{}

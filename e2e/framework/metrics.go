@@ -1,0 +1,61 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
+
+// WebhookCalls counts the apiserver's calls of each webhook of the add-on name, by webhook
+// name, from the apiserver's apiserver_admission_webhook_admission_duration_seconds.
+func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) map[string]float64 {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{") || !strings.Contains(line, "."+name+".jobset-addons.io") {
+			continue
+		}
+		hook := line[strings.Index(line, `name="`)+6:]
+		hook = hook[:strings.Index(hook, `"`)]
+		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		calls[hook] += v
+	}
+	return calls
+}
+
+// AddonMetrics is the Prometheus text the add-on name serves on its metrics port.
+func AddonMetrics(ctx context.Context, t *testing.T, name string) string {
+	t.Helper()
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(name).Metrics), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
