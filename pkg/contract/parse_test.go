@@ -139,7 +139,7 @@ func TestKeys(t *testing.T) {
 		"VolumeClaimPodIndexLabelKey": VolumeClaimPodIndexLabelKey, "VolumeClaimsPerPodLabelKey": VolumeClaimsPerPodLabelKey, "VolumeClaimsPerPodVolumesAnnotationKey": VolumeClaimsPerPodVolumesAnnotationKey, "VolumeClaimsPlaceholderClaimName": VolumeClaimsPlaceholderClaimName, "VolumeClaimJobSetUIDAnnotationKey": VolumeClaimJobSetUIDAnnotationKey,
 		"VolumeClaimsAdmittedAnnotationKey": VolumeClaimsAdmittedAnnotationKey, "TemplatesAnnotationKey": TemplatesAnnotationKey,
 		"ResourceClaimTemplateLabelKey": ResourceClaimTemplateLabelKey,
-		"ExecutionPolicyAnnotationKey": ExecutionPolicyAnnotationKey, "WaitForAnnotationKey": WaitForAnnotationKey,
+		"ExecutionPolicyAnnotationKey":  ExecutionPolicyAnnotationKey, "WaitForAnnotationKey": WaitForAnnotationKey,
 		"DependsOnAnnotationKey": DependsOnAnnotationKey, "ReleasedAnnotationKey": ReleasedAnnotationKey,
 		"SequencerSchedulingGateValue": SequencerSchedulingGateValue, "SequencerGatedLabelKey": SequencerGatedLabelKey,
 		"SchedulerAnnotationKey": SchedulerAnnotationKey, "VolcanoQueueNameAnnotationKey": VolcanoQueueNameAnnotationKey,
