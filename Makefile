@@ -133,6 +133,11 @@ bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a b
 		GOWORK=off go test -run '^$$' -bench 'PodWebhookOverTLS' -benchtime 1x ./internal/webhook/
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench VolumeClaims -benchtime 1x -timeout 30m ./bench/...'
 
+.PHONY: bench-resourceclaims
+bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
+	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench ResourceClaims -benchtime 1x -timeout 30m ./bench/...'
+
 .PHONY: testbed-up
 testbed-up: testbed-bins $(TESTBEDCTL) ## Start the local testbed and print its KUBECONFIG
 	$(TESTBEDCTL) up

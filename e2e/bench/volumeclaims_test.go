@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,8 +38,8 @@ const vcQPS, vcBurst = 200, 300
 
 type row struct{ what, ours, baseline, ratio, target string }
 
-func printTable(rows []row) {
-	fmt.Printf("\n%-58s %14s %14s %8s  %s\n", "volumeclaims", "ours", "baseline", "ratio", "target")
+func printTable(title string, rows []row) {
+	fmt.Printf("\n%-58s %14s %14s %8s  %s\n", title, "ours", "baseline", "ratio", "target")
 	for _, r := range rows {
 		fmt.Printf("%-58s %14s %14s %8s  %s\n", r.what, r.ours, r.baseline, r.ratio, r.target)
 	}
@@ -109,23 +110,25 @@ func suspendedJobSet(ns, name string, replicas, completions int32) *jobsetv1alph
 	}
 }
 
-// countPVCs counts the PVCs in ns matching labels.
-func countPVCs(ctx context.Context, c client.Client, ns string, labels client.MatchingLabels) int {
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
-	if err := c.List(ctx, &list, client.InNamespace(ns), labels); err != nil {
+var pvcList = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList")
+
+// countObjects counts the objects of the list kind in ns matching labels.
+func countObjects(ctx context.Context, c client.Client, list schema.GroupVersionKind, ns string, labels client.MatchingLabels) int {
+	var objs metav1.PartialObjectMetadataList
+	objs.SetGroupVersionKind(list)
+	if err := c.List(ctx, &objs, client.InNamespace(ns), labels); err != nil {
 		return -1
 	}
-	return len(list.Items)
+	return len(objs.Items)
 }
 
-// timeUntil polls every 50ms from start until n PVCs in ns match labels.
-func timeUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns string, labels client.MatchingLabels, n int) time.Duration {
+// timeUntil polls every 50ms from start until n objects of the list kind in ns match labels.
+func timeUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, list schema.GroupVersionKind, ns string, labels client.MatchingLabels, n int) time.Duration {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return countPVCs(ctx, c, ns, labels) >= n, nil
+		return countObjects(ctx, c, list, ns, labels) >= n, nil
 	})
 	if err != nil {
-		b.Fatalf("waiting for %d PVCs in %s: %v (have %d)", n, ns, err, countPVCs(ctx, c, ns, labels))
+		b.Fatalf("waiting for %d %s in %s: %v (have %d)", n, list.Kind, ns, err, countObjects(ctx, c, list, ns, labels))
 	}
 	return time.Since(start)
 }
@@ -183,7 +186,7 @@ func BenchmarkVolumeClaims(b *testing.B) {
 	if pick("shared") {
 		rows = append(rows, sharedVersusUpstream(ctx, b, c))
 	}
-	printTable(rows)
+	printTable("volumeclaims", rows)
 }
 
 // perPodVersusBare: 50 JobSets x 4 replicas x 10 completions = 2,000 per-pod PVCs, against a
@@ -210,7 +213,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	}); err != nil {
 		b.Fatal(err)
 	}
-	bareTime := timeUntil(ctx, b, c, start, bareNS, client.MatchingLabels{"bench": "bare"}, total)
+	bareTime := timeUntil(ctx, b, c, start, pvcList, bareNS, client.MatchingLabels{"bench": "bare"}, total)
 
 	ns := namespace(ctx, b, c, "bench-perpod")
 	policies := `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
@@ -222,7 +225,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	}); err != nil {
 		b.Fatal(err)
 	}
-	ours := timeUntil(ctx, b, c, start, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
+	ours := timeUntil(ctx, b, c, start, pvcList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
 	return row{
 		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d", total, jobSets, replicas, completions, vcQPS),
 		ours:     ours.Round(time.Millisecond).String(),
@@ -246,7 +249,7 @@ func sharedVersusUpstream(ctx context.Context, b *testing.B, c client.Client) ro
 		}); err != nil {
 			b.Fatal(err)
 		}
-		return timeUntil(ctx, b, c, start, ns, labels, n)
+		return timeUntil(ctx, b, c, start, pvcList, ns, labels, n)
 	}
 	ours := run("bench-shared-ours", func(js *jobsetv1alpha2.JobSet) {
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
@@ -269,21 +272,10 @@ func sharedVersusUpstream(ctx context.Context, b *testing.B, c client.Client) ro
 // reads the webhook's admission latency from the apiserver's histogram.
 func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
 	ns := namespace(ctx, b, c, "bench-podhook")
-	const rate, seconds = 100, 10
-	before, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tick := time.NewTicker(time.Second / rate)
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	var failed sync.Map
-	for i := range rate * seconds {
-		<-tick.C
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pod := &corev1.Pod{
+	return webhookLatency(ctx, b, cs, tb, webhookLoad{
+		addon: "volumeclaims", webhook: "mpod.volumeclaims.jobset-addons.io", path: "/mutate--v1-pod", kind: "Pod",
+		create: func(i int) error {
+			return c.Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: ns, Name: fmt.Sprintf("p-%d", i),
 					Labels: map[string]string{
@@ -299,28 +291,56 @@ func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 					SchedulingGates: []corev1.PodSchedulingGate{{Name: "bench.jobset-addons.io/hold"}},
 					Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
 				},
-			}
-			if err := c.Create(ctx, pod); err != nil {
+			})
+		},
+	})
+}
+
+// webhookLoad is a steady load on one webhook of an add-on: create(i) makes the i-th object
+// that the webhook admits.
+type webhookLoad struct {
+	addon, webhook, path, kind string
+	create                     func(i int) error
+}
+
+// webhookLatency runs load at 100 objects/s for 10 s and reads the webhook's admission latency
+// from the apiserver's histogram, and the handler's time from the add-on's own.
+func webhookLatency(ctx context.Context, b *testing.B, cs kubernetes.Interface, tb testbed.Config, load webhookLoad) []row {
+	const rate, seconds = 100, 10
+	before, err := webhookHistogram(ctx, cs, load.webhook)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(time.Second / rate)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for i := range rate * seconds {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := load.create(i); err != nil {
 				failed.Store(i, err)
 			}
 		}()
 	}
 	wg.Wait()
-	failed.Range(func(k, v any) bool { b.Fatalf("pod %v: %v", k, v); return false })
-	after, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
+	failed.Range(func(k, v any) bool { b.Fatalf("%s %v: %v", load.kind, k, v); return false })
+	after, err := webhookHistogram(ctx, cs, load.webhook)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := after.minus(before)
-	serverSide, err := handlerHistogram(ctx, tb)
+	serverSide, err := handlerHistogram(ctx, tb, load.addon, load.path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return []row{
 		{what: fmt.Sprintf("  handler time p99, in the controller (%.0f requests)", serverSide.count), ours: "<= " + fmtSeconds(serverSide.quantile(0.99)), target: "-"},
-		{what: "Pod webhook calls within 5ms, apiserver side", ours: fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count), target: "-"},
-		{what: fmt.Sprintf("Pod webhook latency p50 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.5)), target: "-"},
-		{what: fmt.Sprintf("Pod webhook latency p99 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.99)), target: "p99 <= 5ms"},
+		{what: load.kind + " webhook calls within 5ms, apiserver side", ours: fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count), target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p50 (%.0f at %d/s)", load.kind, h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.5)), target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p99 (%.0f at %d/s)", load.kind, h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.99)), target: "p99 <= 5ms"},
 	}
 }
 
@@ -431,10 +451,10 @@ func rssWithUnrelatedPods(ctx context.Context, b *testing.B, c client.Client, tb
 	}
 }
 
-// handlerHistogram reads controller-runtime's webhook latency histogram of the Pod webhook
-// from the controller's /metrics: the time spent in the controller, TLS and HTTP included.
-func handlerHistogram(ctx context.Context, tb testbed.Config) (histogram, error) {
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts("volumeclaims").Metrics)
+// handlerHistogram reads controller-runtime's webhook latency histogram of the webhook at path
+// from the add-on's /metrics: the time spent in the controller, TLS and HTTP included.
+func handlerHistogram(ctx context.Context, tb testbed.Config, addon, path string) (histogram, error) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(addon).Metrics)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -445,5 +465,5 @@ func handlerHistogram(ctx context.Context, tb testbed.Config) (histogram, error)
 	if err != nil {
 		return histogram{}, err
 	}
-	return parseHistogram(string(raw), "controller_runtime_webhook_latency_seconds", `webhook="/mutate--v1-pod"`), nil
+	return parseHistogram(string(raw), "controller_runtime_webhook_latency_seconds", `webhook="`+path+`"`), nil
 }

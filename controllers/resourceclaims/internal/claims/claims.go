@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func RestartAttempt(job *batchv1.Job) (int, error) {
 // paths of the Job (metadata.annotations[...]); a template whose claim name is invalid is
 // reported and left out.
 func Bindings(job *batchv1.Job) ([]Binding, field.ErrorList) {
-	templates, errs := contract.ParseResourceClaimTemplates(job.Annotations[contract.TemplatesAnnotationKey], JobAnnotationPath)
+	templates, errs := parse(job.Annotations[contract.TemplatesAnnotationKey])
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -86,6 +87,40 @@ func Bindings(job *batchv1.Job) ([]Binding, field.ErrorList) {
 		bindings = append(bindings, Binding{Template: t, ClaimName: name, Shadowed: shadowed(spec, t.Name, name)})
 	}
 	return bindings, errs
+}
+
+// parsed caches the parses of annotation values: every Job of a ReplicatedJob carries the
+// same value, and the Job webhook is on the path of each. Entries are never changed; the cache
+// is emptied when it is full.
+var parsed struct {
+	sync.Mutex
+	m map[string]parseResult
+}
+
+type parseResult struct {
+	templates []contract.ResourceClaimTemplate
+	errs      field.ErrorList
+}
+
+const parseCacheSize = 512
+
+// parse is contract.ParseResourceClaimTemplates of a Job's annotation, cached. Callers must
+// not change what it returns.
+func parse(value string) ([]contract.ResourceClaimTemplate, field.ErrorList) {
+	parsed.Lock()
+	r, ok := parsed.m[value]
+	parsed.Unlock()
+	if ok {
+		return r.templates, r.errs
+	}
+	r.templates, r.errs = contract.ParseResourceClaimTemplates(value, JobAnnotationPath)
+	parsed.Lock()
+	if parsed.m == nil || len(parsed.m) >= parseCacheSize {
+		parsed.m = make(map[string]parseResult, parseCacheSize)
+	}
+	parsed.m[value] = r
+	parsed.Unlock()
+	return r.templates, r.errs
 }
 
 // shadowed tells whether spec has a pod-level claim called template that is not the add-on's
