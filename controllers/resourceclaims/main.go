@@ -55,7 +55,7 @@ func main() {
 			r := &controller.Reconciler{
 				Client:    mgr.GetClient(),
 				APIReader: mgr.GetAPIReader(),
-				Recorder:  mgr.GetEventRecorder("resourceclaims.jobset-addons.io"),
+				Recorder:  addon.EventRecorder(mgr, "resourceclaims.jobset-addons.io"),
 				Gates:     gates,
 				Workers:   workers,
 			}

@@ -178,7 +178,7 @@ volumeclaims:
 resourceclaims:
   - apiGroups: ["resource.k8s.io"]
     resources: ["resourceclaims"]
-    verbs: ["get", "list", "watch", "create", "delete"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

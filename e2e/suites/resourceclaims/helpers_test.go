@@ -22,13 +22,19 @@ import (
 // claimsOf lists the claims resourceclaims made for the JobSet jobSet.
 func claimsOf(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string) []resourcev1.ResourceClaim {
 	t.Helper()
-	var list resourcev1.ResourceClaimList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
-		contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet,
-	}); err != nil {
+	claims, err := listClaims(ctx, c, ns, jobSet)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	return claims
+}
+
+func listClaims(ctx context.Context, c client.Client, ns, jobSet string) ([]resourcev1.ResourceClaim, error) {
+	var list resourcev1.ResourceClaimList
+	err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+		contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet,
+	})
+	return list.Items, err
 }
 
 func claimNames(claims []resourcev1.ResourceClaim) []string {
@@ -48,7 +54,11 @@ func waitClaims(ctx context.Context, t *testing.T, c client.Client, ns, jobSet s
 	sort.Strings(want)
 	framework.Eventually(ctx, t, 90*time.Second, fmt.Sprintf("claims of %s are %v", jobSet, want), func(ctx context.Context) (bool, string, error) {
 		var live []resourcev1.ResourceClaim
-		for _, cl := range claimsOf(ctx, t, c, ns, jobSet) {
+		claims, err := listClaims(ctx, c, ns, jobSet)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, cl := range claims {
 			if cl.DeletionTimestamp == nil {
 				live = append(live, cl)
 			}
@@ -64,7 +74,11 @@ func waitAllocated(ctx context.Context, t *testing.T, c client.Client, ns, jobSe
 	t.Helper()
 	seen := map[string]bool{}
 	framework.Eventually(ctx, t, 90*time.Second, fmt.Sprintf("claims %v allocated", want), func(ctx context.Context) (bool, string, error) {
-		for _, cl := range claimsOf(ctx, t, c, ns, jobSet) {
+		claims, err := listClaims(ctx, c, ns, jobSet)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, cl := range claims {
 			if cl.Status.Allocation != nil {
 				seen[cl.Name] = true
 			}
@@ -112,7 +126,7 @@ func events(ctx context.Context, t *testing.T, c client.Client, ns, jobSet strin
 	t.Helper()
 	var list eventsv1.EventList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+		t.Log(err)
 	}
 	out := map[string][]string{}
 	for _, e := range list.Items {
@@ -134,5 +148,21 @@ func waitEvent(ctx context.Context, t *testing.T, c client.Client, ns, jobSet, r
 			}
 		}
 		return false, fmt.Sprintf("events %v", ev), nil
+	})
+}
+
+// waitOwnedByJobs waits until every claim of the JobSet has its Job as its one owner, the
+// controller: claims made ahead of their Jobs are adopted.
+func waitOwnedByJobs(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string) {
+	t.Helper()
+	framework.Eventually(ctx, t, 30*time.Second, "claims owned by their Jobs", func(ctx context.Context) (bool, string, error) {
+		claims, err := listClaims(ctx, c, ns, jobSet)
+		for _, cl := range claims {
+			refs := cl.OwnerReferences
+			if len(refs) != 1 || refs[0].Kind != "Job" || !ptr.Deref(refs[0].Controller, false) || cl.Name != refs[0].Name+"-"+cl.Labels[contract.ResourceClaimTemplateLabelKey] {
+				return false, fmt.Sprintf("claim %s: owners %+v", cl.Name, refs), err
+			}
+		}
+		return err == nil, "", err
 	})
 }

@@ -44,10 +44,8 @@ func TestKEP762Example(t *testing.T) {
 		}
 		waitAllocated(ctx, t, c, ns, js.Name, want)
 
+		waitOwnedByJobs(ctx, t, c, ns, js.Name)
 		for _, cl := range claimsOf(ctx, t, c, ns, js.Name) {
-			if len(cl.OwnerReferences) != 1 || cl.OwnerReferences[0].Kind != "Job" || !*cl.OwnerReferences[0].Controller {
-				t.Errorf("claim %s: owners %+v, want its Job as controller", cl.Name, cl.OwnerReferences)
-			}
 			job := cl.OwnerReferences[0].Name
 			if cl.Name != job+"-"+cl.Labels[contract.ResourceClaimTemplateLabelKey] ||
 				cl.Labels[contract.ReplicatedJobNameLabelKey] != "worker-group" || cl.Labels[contract.JobIndexLabelKey] == "" {

@@ -14,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -68,25 +70,43 @@ func RestartAttempt(job *batchv1.Job) (int, error) {
 // paths of the Job (metadata.annotations[...]); a template whose claim name is invalid is
 // reported and left out.
 func Bindings(job *batchv1.Job) ([]Binding, field.ErrorList) {
-	templates, errs := parse(job.Annotations[contract.TemplatesAnnotationKey])
-	if len(errs) > 0 {
-		return nil, errs
-	}
 	attempt, err := RestartAttempt(job)
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(contract.RestartAttemptLabelKey), job.Labels[contract.RestartAttemptLabelKey], err.Error())}
 	}
-	spec := &job.Spec.Template.Spec
-	bindings := make([]Binding, 0, len(templates))
+	return bindings(job.Annotations[contract.TemplatesAnnotationKey], JobAnnotationPath, job.Name, attempt, &job.Spec.Template.Spec)
+}
+
+// JobName is the name JobSet gives the Job of index jobIndex of the ReplicatedJob
+// replicatedJob: <jobset>-<replicatedJob>-<jobIndex>.
+func JobName(jobSet, replicatedJob string, jobIndex int) string {
+	return fmt.Sprintf("%s-%s-%d", jobSet, replicatedJob, jobIndex)
+}
+
+// Ahead gives the bindings the Job of index jobIndex of the JobSet's i-th ReplicatedJob will
+// get once JobSet creates it in the JobSet's current restart attempt, from the JobSet's own
+// copy of the templates and pod template: the claims that can be made before the Job exists.
+func Ahead(js *jobsetv1alpha2.JobSet, i, jobIndex int) ([]Binding, field.ErrorList) {
+	rj := &js.Spec.ReplicatedJobs[i]
+	return bindings(rj.Template.Annotations[contract.TemplatesAnnotationKey], contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey),
+		JobName(js.Name, rj.Name, jobIndex), int(js.Status.Restarts), &rj.Template.Spec.Template.Spec)
+}
+
+func bindings(value string, path *field.Path, job string, attempt int, spec *corev1.PodSpec) ([]Binding, field.ErrorList) {
+	templates, errs := Parse(value, path)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	out := make([]Binding, 0, len(templates))
 	for i, t := range templates {
-		name, err := contract.ResourceClaimName(job.Name, t.Name, attempt)
+		name, err := contract.ResourceClaimName(job, t.Name, attempt)
 		if err != nil {
-			errs = append(errs, field.Invalid(JobAnnotationPath.Index(i).Child("metadata", "name"), t.Name, err.Error()))
+			errs = append(errs, field.Invalid(path.Index(i).Child("metadata", "name"), t.Name, err.Error()))
 			continue
 		}
-		bindings = append(bindings, Binding{Template: t, ClaimName: name, Shadowed: shadowed(spec, t.Name, name)})
+		out = append(out, Binding{Template: t, ClaimName: name, Shadowed: shadowed(spec, t.Name, name)})
 	}
-	return bindings, errs
+	return out, errs
 }
 
 // parsed caches the parses of annotation values: every Job of a ReplicatedJob carries the
@@ -94,8 +114,10 @@ func Bindings(job *batchv1.Job) ([]Binding, field.ErrorList) {
 // is emptied when it is full.
 var parsed struct {
 	sync.Mutex
-	m map[string]parseResult
+	m map[parseKey]parseResult
 }
+
+type parseKey struct{ value, path string }
 
 type parseResult struct {
 	templates []contract.ResourceClaimTemplate
@@ -104,21 +126,22 @@ type parseResult struct {
 
 const parseCacheSize = 512
 
-// parse is contract.ParseResourceClaimTemplates of a Job's annotation, cached. Callers must
+// Parse is contract.ParseResourceClaimTemplates, cached. Callers must
 // not change what it returns.
-func parse(value string) ([]contract.ResourceClaimTemplate, field.ErrorList) {
+func Parse(value string, path *field.Path) ([]contract.ResourceClaimTemplate, field.ErrorList) {
+	key := parseKey{value, path.String()}
 	parsed.Lock()
-	r, ok := parsed.m[value]
+	r, ok := parsed.m[key]
 	parsed.Unlock()
 	if ok {
 		return r.templates, r.errs
 	}
-	r.templates, r.errs = contract.ParseResourceClaimTemplates(value, JobAnnotationPath)
+	r.templates, r.errs = contract.ParseResourceClaimTemplates(value, path)
 	parsed.Lock()
 	if parsed.m == nil || len(parsed.m) >= parseCacheSize {
-		parsed.m = make(map[string]parseResult, parseCacheSize)
+		parsed.m = make(map[parseKey]parseResult, parseCacheSize)
 	}
-	parsed.m[value] = r
+	parsed.m[key] = r
 	parsed.Unlock()
 	return r.templates, r.errs
 }
@@ -134,21 +157,43 @@ func shadowed(spec *corev1.PodSpec, template, claim string) bool {
 	return own == nil || *own != claim || spec.ResourceClaims[i].ResourceClaimTemplateName != nil
 }
 
-// Claim is the ResourceClaim b gives job: the template's spec, labels and annotations, the
-// add-on's labels, and the Job as controller owner. The owner reference does not block the
-// Job's deletion, so that the controller needs no permission on jobs/finalizers.
-func Claim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
+// Owner is the controller owner reference of a claim to owner (a Job, or the JobSet for a
+// claim made ahead of its Job). It does not block the owner's deletion, so that the controller
+// needs no permission on finalizers.
+func Owner(owner metav1.Object, gvk schema.GroupVersionKind) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         gvk.GroupVersion().String(),
+		Kind:               gvk.Kind,
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+}
+
+// JobOwner is the owner reference of a claim to its Job.
+func JobOwner(job *batchv1.Job) metav1.OwnerReference {
+	return Owner(job, batchv1.SchemeGroupVersion.WithKind("Job"))
+}
+
+// JobSetOwner is the owner reference of a claim made ahead of its Job, to the JobSet.
+func JobSetOwner(js *jobsetv1alpha2.JobSet) metav1.OwnerReference {
+	return Owner(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
+}
+
+// Claim is the ResourceClaim b gives a Job of the JobSet jobSet, of ReplicatedJob
+// replicatedJob and index jobIndex: the template's spec, labels and annotations, the add-on's
+// labels, and owner as its controller.
+func Claim(namespace, jobSet, replicatedJob string, jobIndex int, owner metav1.OwnerReference, b Binding) *resourcev1.ResourceClaim {
 	labels := make(map[string]string, len(b.Template.Labels)+5)
 	for k, v := range b.Template.Labels {
 		labels[k] = v
 	}
 	labels[contract.ManagedByLabelKey] = contract.ResourceClaimsManagedByValue
 	labels[contract.ResourceClaimTemplateLabelKey] = b.Template.Name
-	for _, k := range []string{contract.JobSetNameLabelKey, contract.ReplicatedJobNameLabelKey, contract.JobIndexLabelKey} {
-		if v, ok := job.Labels[k]; ok {
-			labels[k] = v
-		}
-	}
+	labels[contract.JobSetNameLabelKey] = jobSet
+	labels[contract.ReplicatedJobNameLabelKey] = replicatedJob
+	labels[contract.JobIndexLabelKey] = strconv.Itoa(jobIndex)
 	var annotations map[string]string
 	if len(b.Template.Annotations) > 0 {
 		annotations = make(map[string]string, len(b.Template.Annotations))
@@ -158,21 +203,20 @@ func Claim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
 	}
 	return &resourcev1.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        b.ClaimName,
-			Namespace:   job.Namespace,
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         batchv1.SchemeGroupVersion.String(),
-				Kind:               "Job",
-				Name:               job.Name,
-				UID:                job.UID,
-				Controller:         ptr.To(true),
-				BlockOwnerDeletion: ptr.To(false),
-			}},
+			Name:            b.ClaimName,
+			Namespace:       namespace,
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: *b.Template.Spec.DeepCopy(),
 	}
+}
+
+// JobClaim is the claim b gives the existing Job job, owned by it.
+func JobClaim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
+	index, _ := strconv.Atoi(job.Labels[contract.JobIndexLabelKey])
+	return Claim(job.Namespace, job.Labels[contract.JobSetNameLabelKey], job.Labels[contract.ReplicatedJobNameLabelKey], index, JobOwner(job), b)
 }
 
 // Finished tells whether the Job has finished: its Complete or Failed condition is True.

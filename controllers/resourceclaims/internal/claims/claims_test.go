@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -149,7 +150,7 @@ func TestInject(t *testing.T) {
 func TestClaim(t *testing.T) {
 	job := newJob("1", kep762)
 	bs, _ := Bindings(job)
-	c := Claim(job, bs[0])
+	c := JobClaim(job, bs[0])
 	if c.Name != "js-worker-group-1-r1-imex-channel" || c.Namespace != "ns" {
 		t.Errorf("claim %s/%s", c.Namespace, c.Name)
 	}
@@ -183,5 +184,31 @@ func TestFinished(t *testing.T) {
 	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue})
 	if !Finished(job) {
 		t.Error("a Failed Job is finished")
+	}
+}
+
+// TestAheadAgreesWithTheJob: the claims made ahead of a Job, from the JobSet, have the names
+// the Job webhook gives the Job's pods once JobSet creates it, in the same restart attempt.
+func TestAheadAgreesWithTheJob(t *testing.T) {
+	job := newJob("2", kep762)
+	js := &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"},
+		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+			Name: "worker-group", Replicas: 3,
+			Template: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: job.Annotations}, Spec: job.Spec},
+		}}},
+		Status: jobsetv1alpha2.JobSetStatus{Restarts: 2},
+	}
+	if name := JobName("js", "worker-group", 1); name != job.Name {
+		t.Fatalf("JobName = %s, want %s", name, job.Name)
+	}
+	ahead, errs := Ahead(js, 0, 1)
+	fromJob, jobErrs := Bindings(job)
+	if len(errs) > 0 || len(jobErrs) > 0 || !reflect.DeepEqual(ahead, fromJob) {
+		t.Errorf("ahead %+v (%v)\nfrom the Job %+v (%v)", ahead, errs, fromJob, jobErrs)
+	}
+	c := Claim("ns", "js", "worker-group", 1, JobSetOwner(js), ahead[0])
+	if c.Labels[contract.JobIndexLabelKey] != "1" || c.OwnerReferences[0].Kind != "JobSet" || !*c.OwnerReferences[0].Controller {
+		t.Errorf("claim made ahead: labels %v, owners %+v", c.Labels, c.OwnerReferences)
 	}
 }

@@ -11,9 +11,13 @@ var (
 		Name: "jobset_addons_resourceclaims_created_total",
 		Help: "ResourceClaims created for Jobs.",
 	})
+	claimsAdopted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobset_addons_resourceclaims_adopted_total",
+		Help: "ResourceClaims made ahead of their Job (owned by the JobSet) that their Job then adopted.",
+	})
 	claimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_resourceclaims_deleted_total",
-		Help: "ResourceClaims deleted, by cause (finished: the Job finished and the template says Delete; stale: left by an earlier Job of the same name).",
+		Help: "ResourceClaims deleted, by cause (finished: the Job finished and the template says Delete; stale: left by an earlier owner of the same name; unused: made ahead for a Job that will not come).",
 	}, []string{"cause"})
 	claimsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_resourceclaims_skipped_total",
@@ -21,7 +25,7 @@ var (
 	}, []string{"reason"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_resourceclaims_errors_total",
-		Help: "Errors, by reason (create, delete, invalid, list).",
+		Help: "Errors, by reason (adopt, create, delete, invalid, list).",
 	}, []string{"reason"})
 	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "jobset_addons_resourceclaims_reconcile_duration_seconds",
@@ -31,5 +35,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(claimsCreated, claimsDeleted, claimsSkipped, reconcileErrors, reconcileDuration)
+	metrics.Registry.MustRegister(claimsCreated, claimsAdopted, claimsDeleted, claimsSkipped, reconcileErrors, reconcileDuration)
 }

@@ -6,8 +6,10 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -125,15 +129,81 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		existing[list.Items[i].Name] = &list.Items[i]
 	}
 
+	byName := make(map[string]*batchv1.Job, len(jobs.Items))
 	var work []action
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if !metav1.IsControlledBy(job, js) || !claims.HasTemplates(job) || !job.DeletionTimestamp.IsZero() {
+		if !metav1.IsControlledBy(job, js) {
 			continue
 		}
-		work = append(work, r.plan(js, job, existing)...)
+		byName[job.Name] = job
+		if claims.HasTemplates(job) && job.DeletionTimestamp.IsZero() {
+			work = append(work, r.plan(js, job, existing)...)
+		}
 	}
+	work = append(work, r.ahead(js, byName, existing, work)...)
 	return ctrl.Result{}, r.run(ctx, js, work)
+}
+
+// ahead plans the claims of the Jobs JobSet has yet to create in its current attempt, so that
+// they exist before the Jobs and their pods: owned by the JobSet until their Job appears and
+// adopts them. Claims made ahead that no Job will adopt any more (the JobSet restarted,
+// finished, or shrank) are deleted.
+// planned is what plan decided for the existing Jobs: the claims it adopts or deletes are its.
+func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.Job, existing map[string]*resourcev1.ResourceClaim, planned []action) []action {
+	finished := jobSetFinished(js)
+	wanted := sets.New[string]()
+	var work []action
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if _, ok := rj.Template.Annotations[contract.TemplatesAnnotationKey]; !ok || finished {
+			continue
+		}
+		for j := range int(rj.Replicas) {
+			name := claims.JobName(js.Name, rj.Name, j)
+			if jobs[name] != nil {
+				continue // the Job's own templates rule its claims (plan)
+			}
+			bindings, errs := claims.Ahead(js, i, j)
+			if len(errs) > 0 {
+				break // checkJobSet told
+			}
+			for _, b := range bindings {
+				if b.Shadowed {
+					continue
+				}
+				wanted.Insert(b.ClaimName)
+				if existing[b.ClaimName] == nil {
+					work = append(work, action{jobName: name, create: claims.Claim(js.Namespace, js.Name, rj.Name, j, claims.JobSetOwner(js), b)})
+				}
+			}
+		}
+	}
+	touched := sets.New[string]()
+	for _, a := range planned {
+		if a.adopt != nil {
+			touched.Insert(a.adopt.Name)
+		}
+		if a.delete != nil {
+			touched.Insert(a.delete.Name)
+		}
+	}
+	for name, c := range existing {
+		if metav1.IsControlledBy(c, js) && !wanted.Has(name) && c.DeletionTimestamp.IsZero() && !touched.Has(name) {
+			job := claims.JobName(js.Name, c.Labels[contract.ReplicatedJobNameLabelKey], atoi(c.Labels[contract.JobIndexLabelKey]))
+			work = append(work, action{jobName: job, delete: c, cause: "unused"})
+		}
+	}
+	return work
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func jobSetFinished(js *jobsetv1alpha2.JobSet) bool {
+	return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)) ||
+		apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
 }
 
 // checkJobSet tells, with a Warning event, about templates of the JobSet that do not parse:
@@ -145,7 +215,7 @@ func (r *Reconciler) checkJobSet(js *jobsetv1alpha2.JobSet) {
 		if !ok {
 			continue
 		}
-		if _, errs := contract.ParseResourceClaimTemplates(value, contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey)); len(errs) > 0 {
+		if _, errs := claims.Parse(value, contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey)); len(errs) > 0 && r.firstWarning(js.UID) {
 			reconcileErrors.WithLabelValues("invalid").Inc()
 			r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip,
 				"The resource claim templates of ReplicatedJob %s are invalid; new Jobs of it are refused until it is fixed: %v", rj.Name, errs.ToAggregate())
@@ -155,15 +225,17 @@ func (r *Reconciler) checkJobSet(js *jobsetv1alpha2.JobSet) {
 
 // action is one API call a reconcile makes for a Job.
 type action struct {
-	job    *batchv1.Job
-	create *resourcev1.ResourceClaim // to create, or
-	delete *resourcev1.ResourceClaim // to delete (with its UID as precondition)
-	cause  string                    // of a delete: finished or stale
+	job     *batchv1.Job // nil for a claim made ahead of its Job
+	jobName string
+	create  *resourcev1.ResourceClaim // to create, or
+	delete  *resourcev1.ResourceClaim // to delete (with its UID as precondition), or
+	adopt   *resourcev1.ResourceClaim // made ahead, to be owned by job
+	cause   string                    // of a delete: finished, stale or unused
 }
 
-// plan lists what the Job needs: its claims created while it runs, deleted once it finished
-// (unless Retain), and a claim of ours of the right name but another owner (an earlier Job of
-// the same name) deleted, to be made again once it is gone.
+// plan lists what the Job needs: its claims created (or, made ahead, adopted) while it runs,
+// deleted once it finished (unless Retain), and a claim of ours of the right name but another
+// owner (an earlier Job of the same name) deleted, to be made again once it is gone.
 func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing map[string]*resourcev1.ResourceClaim) []action {
 	bindings, errs := claims.Bindings(job)
 	if len(errs) > 0 {
@@ -183,16 +255,22 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 		}
 		c := existing[b.ClaimName]
 		switch {
-		case c != nil && !metav1.IsControlledBy(c, job):
-			if c.DeletionTimestamp.IsZero() {
-				work = append(work, action{job: job, delete: c, cause: "stale"})
-			}
-		case finished:
-			if c != nil && c.DeletionTimestamp.IsZero() && b.Template.WhenJobFinished == contract.RetentionPolicyDelete {
-				work = append(work, action{job: job, delete: c, cause: "finished"})
-			}
 		case c == nil:
-			work = append(work, action{job: job, create: claims.Claim(job, b)})
+			if !finished {
+				work = append(work, action{job: job, jobName: job.Name, create: claims.JobClaim(job, b)})
+			}
+		case !c.DeletionTimestamp.IsZero():
+			// Going; a stale claim is made again once it is gone.
+		case metav1.IsControlledBy(c, js):
+			if finished && b.Template.WhenJobFinished == contract.RetentionPolicyDelete {
+				work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})
+			} else {
+				work = append(work, action{job: job, jobName: job.Name, adopt: c})
+			}
+		case !metav1.IsControlledBy(c, job):
+			work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "stale"})
+		case finished && b.Template.WhenJobFinished == contract.RetentionPolicyDelete:
+			work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})
 		}
 	}
 	if len(shadowed) > 0 && r.firstWarning(job.UID) {
@@ -248,18 +326,21 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 	var out outcome
 	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), len(work), func(i int) {
 		a := work[i]
-		if a.create != nil {
-			r.create(ctx, a, &out)
-			return
-		}
-		err := r.Client.Delete(ctx, a.delete, client.Preconditions{UID: &a.delete.UID})
 		switch {
-		case err == nil || apierrors.IsNotFound(err):
-			claimsDeleted.WithLabelValues(a.cause).Inc()
-			out.add(a.job.Name, "deleted", a.delete.Name, nil)
+		case a.create != nil:
+			r.create(ctx, js, a, &out)
+		case a.adopt != nil:
+			r.adopt(ctx, a, &out)
 		default:
-			reconcileErrors.WithLabelValues("delete").Inc()
-			out.add(a.job.Name, "failed", a.delete.Name, fmt.Errorf("deleting %s: %w", a.delete.Name, err))
+			err := r.Client.Delete(ctx, a.delete, client.Preconditions{UID: &a.delete.UID})
+			switch {
+			case err == nil || apierrors.IsNotFound(err):
+				claimsDeleted.WithLabelValues(a.cause).Inc()
+				out.add(a.jobName, "deleted", a.delete.Name, nil)
+			default:
+				reconcileErrors.WithLabelValues("delete").Inc()
+				out.add(a.jobName, "failed", a.delete.Name, fmt.Errorf("deleting %s: %w", a.delete.Name, err))
+			}
 		}
 	})
 	jobNames := make([]string, 0, len(out.byJob))
@@ -267,14 +348,25 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 		jobNames = append(jobNames, j)
 	}
 	sort.Strings(jobNames)
-	related := map[string]*batchv1.Job{}
+	// A claim made ahead of its Job is told about with the Job it is for as the related
+	// object, though the Job does not exist yet: events about different Jobs stay apart.
+	related := map[string]runtime.Object{}
 	for _, a := range work {
-		related[a.job.Name] = a.job
+		switch {
+		case a.job != nil:
+			related[a.jobName] = a.job
+		case a.jobName != "":
+			related[a.jobName] = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: a.jobName}}
+		}
 	}
 	for _, j := range jobNames {
 		kinds := out.byJob[j]
 		if c := kinds["created"]; len(c) > 0 {
-			r.Recorder.Eventf(js, related[j], corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created ResourceClaims for Job %s: %s", j, strings.Join(sorted(c), ", "))
+			ahead := ""
+			if job, ok := related[j].(*batchv1.Job); ok && job.UID == "" {
+				ahead = " (ahead of it)"
+			}
+			r.Recorder.Eventf(js, related[j], corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created ResourceClaims for Job %s%s: %s", j, ahead, strings.Join(sorted(c), ", "))
 		}
 		if c := kinds["deleted"]; len(c) > 0 {
 			r.Recorder.Eventf(js, related[j], corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted ResourceClaims of Job %s: %s", j, strings.Join(sorted(c), ", "))
@@ -285,55 +377,94 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 		}
 	}
 	if len(out.errors) > 0 {
-		msg := strings.Join(sorted(out.errors), "; ")
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "Failed, will retry: %s", msg)
-		return fmt.Errorf("%d claim operations failed: %s", len(out.errors), msg)
+		errs := sorted(out.errors)
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
+		return fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// create creates a claim. One that exists already is ours for this Job (the cache was behind:
-// nothing to do), ours for an earlier Job of the same name (deleted, to be made again), or not
-// ours (left alone, and told).
-func (r *Reconciler) create(ctx context.Context, a action, out *outcome) {
+// create creates a claim. One that exists already is ours for this owner or made ahead for
+// this JobSet (the cache was behind: nothing to do), ours for an earlier owner of the same
+// name (deleted, to be made again), or not ours (left alone, and told).
+func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
 	err := r.Client.Create(ctx, a.create)
 	if err == nil {
 		claimsCreated.Inc()
-		out.add(a.job.Name, "created", a.create.Name, nil)
+		out.add(a.jobName, "created", a.create.Name, nil)
 		return
+	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return // the JobSet goes with its namespace
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		reconcileErrors.WithLabelValues("create").Inc()
-		out.add(a.job.Name, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
+		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
 		return
 	}
 	found := &resourcev1.ResourceClaim{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(a.create), found); err != nil {
 		reconcileErrors.WithLabelValues("create").Inc()
-		out.add(a.job.Name, "failed", a.create.Name, fmt.Errorf("reading %s, which exists: %w", a.create.Name, err))
+		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("reading %s, which exists: %w", a.create.Name, err))
 		return
 	}
 	switch {
 	case found.Labels[contract.ManagedByLabelKey] != contract.ResourceClaimsManagedByValue:
 		claimsSkipped.WithLabelValues("name-taken").Inc()
 		if r.firstWarning(found.UID) {
-			out.add(a.job.Name, "taken", found.Name, nil)
+			out.add(a.jobName, "taken", found.Name, nil)
 		}
-	case metav1.IsControlledBy(found, a.job):
+	case controlledBy(found, a.create.OwnerReferences[0].UID):
 		// Made by an earlier reconcile that the cache does not show yet.
+	case controlledBy(found, js.UID):
+		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
 	default:
-		// Ours, left by an earlier Job of the same name: it goes, and the claim is made again
-		// once the watch sees it gone. Until then the Job's pods wait for their claim.
+		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
+		// made again once the watch sees it gone. Until then the Job's pods wait for it.
 		if found.DeletionTimestamp.IsZero() {
 			if err := r.Client.Delete(ctx, found, client.Preconditions{UID: &found.UID}); client.IgnoreNotFound(err) != nil {
 				reconcileErrors.WithLabelValues("delete").Inc()
-				out.add(a.job.Name, "failed", found.Name, fmt.Errorf("deleting %s, left by an earlier Job: %w", found.Name, err))
+				out.add(a.jobName, "failed", found.Name, fmt.Errorf("deleting %s, left by an earlier owner: %w", found.Name, err))
 				return
 			}
 			claimsDeleted.WithLabelValues("stale").Inc()
-			out.add(a.job.Name, "deleted", found.Name, nil)
+			out.add(a.jobName, "deleted", found.Name, nil)
 		}
 	}
+}
+
+// adopt makes a claim made ahead of its Job the Job's: its only owner becomes the Job. A JSON
+// patch tests the owners first, so that it applies only to owners as they were seen; the
+// claim's status, which the scheduler and the kubelet change, does not get in the way.
+func (r *Reconciler) adopt(ctx context.Context, a action, out *outcome) {
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/ownerReferences", "value": a.adopt.OwnerReferences},
+		{"op": "replace", "path": "/metadata/ownerReferences", "value": []metav1.OwnerReference{claims.JobOwner(a.job)}},
+	}
+	data, err := json.Marshal(ops)
+	if err == nil {
+		err = r.Client.Patch(ctx, a.adopt.DeepCopy(), client.RawPatch(types.JSONPatchType, data))
+	}
+	if apierrors.IsInvalid(err) {
+		// The test failed: the cache showed owners the claim no longer has. Adopted already
+		// (by an earlier reconcile the cache has not caught up with) is what was wanted.
+		found := &resourcev1.ResourceClaim{}
+		if getErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(a.adopt), found); getErr == nil && controlledBy(found, a.job.UID) {
+			return
+		}
+	}
+	if err != nil {
+		reconcileErrors.WithLabelValues("adopt").Inc()
+		out.add(a.jobName, "failed", a.adopt.Name, fmt.Errorf("adopting %s for its Job: %w", a.adopt.Name, err))
+		return
+	}
+	claimsAdopted.Inc()
+}
+
+// controlledBy tells whether o's controller has the UID uid.
+func controlledBy(o metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == uid
 }
 
 func sorted(s []string) []string {
