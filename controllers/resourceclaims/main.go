@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,8 @@ import (
 
 func main() {
 	var concurrency, workers int
+	var adoptQPS float32
+	var adoptBurst int
 	jobSetJobs, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
 	if err != nil {
 		panic(err)
@@ -47,13 +50,22 @@ func main() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
+			fs.Float32Var(&adoptQPS, "adopt-qps", 50, "Queries per second for handing claims made ahead of their Jobs to the Jobs, apart from --kube-api-qps, so that this housekeeping never delays a claim's creation")
+			fs.IntVar(&adoptBurst, "adopt-burst", 100, "Burst for --adopt-qps")
 		},
 		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
 			if err := webhook.Register(mgr, gates); err != nil {
 				return err
 			}
+			rc := rest.CopyConfig(mgr.GetConfig())
+			rc.QPS, rc.Burst = adoptQPS, adoptBurst
+			adopter, err := client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+			if err != nil {
+				return err
+			}
 			r := &controller.Reconciler{
 				Client:    mgr.GetClient(),
+				Adopter:   adopter,
 				APIReader: mgr.GetAPIReader(),
 				Recorder:  addon.EventRecorder(mgr, "resourceclaims.jobset-addons.io"),
 				Gates:     gates,

@@ -46,6 +46,9 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads a claim that collided on create (a user's claim is not in the cache).
 	APIReader client.Reader
+	// Adopter patches claims made ahead of their Jobs over to the Jobs. It has a rate limit of
+	// its own, so that this housekeeping never takes the budget claim creation needs.
+	Adopter client.Writer
 	Recorder  events.EventRecorder
 	Gates     featuregate.FeatureGate
 	// Workers is how many API calls one reconcile makes at once.
@@ -443,7 +446,7 @@ func (r *Reconciler) adopt(ctx context.Context, a action, out *outcome) {
 	}
 	data, err := json.Marshal(ops)
 	if err == nil {
-		err = r.Client.Patch(ctx, a.adopt.DeepCopy(), client.RawPatch(types.JSONPatchType, data))
+		err = r.Adopter.Patch(ctx, a.adopt.DeepCopy(), client.RawPatch(types.JSONPatchType, data))
 	}
 	if apierrors.IsInvalid(err) {
 		// The test failed: the cache showed owners the claim no longer has. Adopted already
