@@ -48,9 +48,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Adopter patches claims made ahead of their Jobs over to the Jobs. It has a rate limit of
 	// its own, so that this housekeeping never takes the budget claim creation needs.
-	Adopter client.Writer
-	Recorder  events.EventRecorder
-	Gates     featuregate.FeatureGate
+	Adopter  client.Writer
+	Recorder events.EventRecorder
+	Gates    featuregate.FeatureGate
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
 
