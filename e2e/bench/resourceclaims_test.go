@@ -62,12 +62,18 @@ func jobWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 	ns := namespace(ctx, b, c, "bench-jobhook")
 	return webhookLatency(ctx, b, cs, tb, webhookLoad{
 		addon: "resourceclaims", webhook: "mjob.resourceclaims.jobset-addons.io", path: "/mutate-batch-v1-job", kind: "Job",
-		create: func(i int) error {
+		group: "batch", version: "v1", resource: "jobs",
+		create: func(i int, null bool) error {
+			// No JobSet owns these Jobs: the controller leaves them alone.
+			labels := map[string]string{contract.JobSetNameLabelKey: "bench"}
+			name := fmt.Sprintf("bench-w-%d", i)
+			if null {
+				labels = map[string]string{nullLabel: "true"}
+				name = fmt.Sprintf("null-w-%d", i)
+			}
 			return c.Create(ctx, &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{
-					Namespace: ns, Name: fmt.Sprintf("bench-w-%d", i),
-					// No JobSet owns these Jobs: the controller leaves them alone.
-					Labels:      map[string]string{contract.JobSetNameLabelKey: "bench"},
+					Namespace: ns, Name: name, Labels: labels,
 					Annotations: map[string]string{contract.TemplatesAnnotationKey: benchTemplates},
 				},
 				Spec: batchv1.JobSpec{

@@ -274,14 +274,20 @@ func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 	ns := namespace(ctx, b, c, "bench-podhook")
 	return webhookLatency(ctx, b, cs, tb, webhookLoad{
 		addon: "volumeclaims", webhook: "mpod.volumeclaims.jobset-addons.io", path: "/mutate--v1-pod", kind: "Pod",
-		create: func(i int) error {
+		group: "", version: "v1", resource: "pods",
+		create: func(i int, null bool) error {
+			labels := map[string]string{
+				contract.VolumeClaimsPerPodLabelKey: contract.EnabledValue, contract.JobSetNameLabelKey: "bench",
+				contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: strconv.Itoa(i / 10),
+			}
+			name := fmt.Sprintf("p-%d", i)
+			if null {
+				labels = map[string]string{nullLabel: "true"}
+				name = fmt.Sprintf("null-%d", i)
+			}
 			return c.Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
-					Namespace: ns, Name: fmt.Sprintf("p-%d", i),
-					Labels: map[string]string{
-						contract.VolumeClaimsPerPodLabelKey: contract.EnabledValue, contract.JobSetNameLabelKey: "bench",
-						contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: strconv.Itoa(i / 10),
-					},
+					Namespace: ns, Name: name, Labels: labels,
 					Annotations: map[string]string{
 						contract.VolumeClaimsPerPodVolumesAnnotationKey: "data", batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i % 10),
 					},
@@ -296,52 +302,64 @@ func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 	})
 }
 
-// webhookLoad is a steady load on one webhook of an add-on: create(i) makes the i-th object
-// that the webhook admits.
+// webhookLoad is a steady load on one webhook of an add-on: create(i, null) makes the i-th
+// object that the webhook admits, or, with null, the same object for the null webhook instead.
 type webhookLoad struct {
 	addon, webhook, path, kind string
-	create                     func(i int) error
+	group, version, resource   string
+	create                     func(i int, null bool) error
 }
 
-// webhookLatency runs load at 100 objects/s for 10 s and reads the webhook's admission latency
-// from the apiserver's histogram, and the handler's time from the add-on's own.
+// webhookLatency runs load at 100 objects/s for 10 s, first on the null webhook (nullWebhook),
+// then on the add-on's, and reads both latencies from the apiserver's histogram, and the
+// handler's time from the add-on's own.
 func webhookLatency(ctx context.Context, b *testing.B, cs kubernetes.Interface, tb testbed.Config, load webhookLoad) []row {
-	const rate, seconds = 100, 10
-	before, err := webhookHistogram(ctx, cs, load.webhook)
+	nullWebhook(ctx, b, cs, tb, load.group, load.version, load.resource)
+	null := steadyLoad(ctx, b, cs, nullWebhookName, load.kind, func(i int) error { return load.create(i, true) })
+	h := steadyLoad(ctx, b, cs, load.webhook, load.kind, func(i int) error { return load.create(i, false) })
+	serverSide, err := handlerHistogram(ctx, tb, load.addon, load.path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tick := time.NewTicker(time.Second / rate)
+	within := func(h histogram) string { return fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count) }
+	return []row{
+		{what: fmt.Sprintf("  handler time p99, in the controller (%.0f requests)", serverSide.count), ours: "<= " + fmtSeconds(serverSide.quantile(0.99)), target: "-"},
+		{what: load.kind + " webhook calls within 5ms, apiserver side", ours: within(h), baseline: within(null) + " null", target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p50 (%.0f at %d/s)", load.kind, h.count, loadRate), ours: "<= " + fmtSeconds(h.quantile(0.5)), baseline: "<= " + fmtSeconds(null.quantile(0.5)) + " null", target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p99 (%.0f at %d/s)", load.kind, h.count, loadRate), ours: "<= " + fmtSeconds(h.quantile(0.99)), baseline: "<= " + fmtSeconds(null.quantile(0.99)) + " null", target: "p99 <= 5ms"},
+	}
+}
+
+const loadRate, loadSeconds = 100, 10
+
+// steadyLoad calls create loadRate times a second for loadSeconds and returns the apiserver's
+// latency histogram of the webhook over that time.
+func steadyLoad(ctx context.Context, b *testing.B, cs kubernetes.Interface, webhook, kind string, create func(i int) error) histogram {
+	before, err := webhookHistogram(ctx, cs, webhook)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(time.Second / loadRate)
 	defer tick.Stop()
 	var wg sync.WaitGroup
 	var failed sync.Map
-	for i := range rate * seconds {
+	for i := range loadRate * loadSeconds {
 		<-tick.C
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := load.create(i); err != nil {
+			if err := create(i); err != nil {
 				failed.Store(i, err)
 			}
 		}()
 	}
 	wg.Wait()
-	failed.Range(func(k, v any) bool { b.Fatalf("%s %v: %v", load.kind, k, v); return false })
-	after, err := webhookHistogram(ctx, cs, load.webhook)
+	failed.Range(func(k, v any) bool { b.Fatalf("%s %v: %v", kind, k, v); return false })
+	after, err := webhookHistogram(ctx, cs, webhook)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := after.minus(before)
-	serverSide, err := handlerHistogram(ctx, tb, load.addon, load.path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return []row{
-		{what: fmt.Sprintf("  handler time p99, in the controller (%.0f requests)", serverSide.count), ours: "<= " + fmtSeconds(serverSide.quantile(0.99)), target: "-"},
-		{what: load.kind + " webhook calls within 5ms, apiserver side", ours: fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count), target: "-"},
-		{what: fmt.Sprintf("%s webhook latency p50 (%.0f at %d/s)", load.kind, h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.5)), target: "-"},
-		{what: fmt.Sprintf("%s webhook latency p99 (%.0f at %d/s)", load.kind, h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.99)), target: "p99 <= 5ms"},
-	}
+	return after.minus(before)
 }
 
 func fmtSeconds(s float64) string {
