@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,6 +18,10 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
+
+// addonArgs are more arguments for the add-on under test, from $BENCH_ADDON_ARGS (for example
+// --pprof-bind-address=127.0.0.1:6060, to profile it during a run).
+func addonArgs() []string { return strings.Fields(os.Getenv("BENCH_ADDON_ARGS")) }
 
 // nullLabel marks the objects the null webhook admits.
 const nullLabel = "bench.jobset-addons.io/null"

@@ -39,7 +39,7 @@ const benchTemplates = `[{metadata: {name: dev}, spec: {devices: {requests: [{na
 func BenchmarkResourceClaims(b *testing.B) {
 	ctx := context.Background()
 	c, cs, tb := clients(b)
-	if err := testbed.StartAddon(ctx, tb, "resourceclaims", nil); err != nil {
+	if err := testbed.StartAddon(ctx, tb, "resourceclaims", nil, addonArgs()...); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = testbed.StopAddon(ctx, tb, "resourceclaims") }()

@@ -161,7 +161,7 @@ func createParallel(n, workers int, create func(i int) error) error {
 func BenchmarkVolumeClaims(b *testing.B) {
 	ctx := context.Background()
 	c, cs, tb := clients(b)
-	if err := testbed.StartAddon(ctx, tb, "volumeclaims", nil); err != nil {
+	if err := testbed.StartAddon(ctx, tb, "volumeclaims", nil, addonArgs()...); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = testbed.StopAddon(ctx, tb, "volumeclaims") }()
