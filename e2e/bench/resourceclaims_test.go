@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -37,24 +36,10 @@ const benchTemplates = `[{metadata: {name: dev}, spec: {devices: {requests: [{na
 // BenchmarkResourceClaims runs the resourceclaims controller on the testbed and prints its
 // table. RESOURCECLAIMS_BENCH=latency,claims picks some scenarios.
 func BenchmarkResourceClaims(b *testing.B) {
-	ctx := context.Background()
-	c, cs, tb := clients(b)
-	if err := testbed.StartAddon(ctx, tb, "resourceclaims", nil, addonArgs()...); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = testbed.StopAddon(ctx, tb, "resourceclaims") }()
-	pick := func(name string) bool {
-		only := os.Getenv("RESOURCECLAIMS_BENCH")
-		return only == "" || slices.Contains(strings.Split(only, ","), name)
-	}
-	var rows []row
-	if pick("latency") {
-		rows = append(rows, jobWebhookLatency(ctx, b, c, cs, tb)...)
-	}
-	if pick("claims") {
-		rows = append(rows, claimsVersusBare(ctx, b, c, cs, tb)...)
-	}
-	printTable("resourceclaims", rows)
+	runAddonBench(b, "resourceclaims", []scenario{
+		{"latency", func(e benchEnv) []row { return jobWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
+	})
 }
 
 // jobWebhookLatency creates suspended JobSet-like Jobs with templates (no pods) at 100/s.

@@ -158,35 +158,51 @@ func createParallel(n, workers int, create func(i int) error) error {
 }
 
 // BenchmarkVolumeClaims runs the volumeclaims controller on the testbed and prints its table.
+// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some scenarios. Latency and memory come
+// first, on a quiet testbed and a quiet controller: the PVC scenarios leave provisioning work
+// and garbage behind. The 20,000 gated pods stay, inert, for the rest.
 func BenchmarkVolumeClaims(b *testing.B) {
+	runAddonBench(b, "volumeclaims", []scenario{
+		{"latency", func(e benchEnv) []row { return podWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"rss", func(e benchEnv) []row { return []row{rssWithUnrelatedPods(e.ctx, e.b, e.c, e.tb)} }},
+		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb)} }},
+		{"shared", func(e benchEnv) []row { return []row{sharedVersusUpstream(e.ctx, e.b, e.c)} }},
+	})
+}
+
+// benchEnv is what a scenario runs with.
+type benchEnv struct {
+	ctx context.Context
+	b   *testing.B
+	c   client.Client
+	cs  kubernetes.Interface
+	tb  testbed.Config
+}
+
+// scenario is one measurement of an add-on's benchmark, with the rows it prints.
+type scenario struct {
+	name string
+	run  func(benchEnv) []row
+}
+
+// runAddonBench runs the add-on on the testbed and the scenarios once each, whatever b.N
+// (each is a measurement of its own), in order, and prints their table. $<ADDON>_BENCH, a
+// comma-separated list of names, picks some.
+func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
 	ctx := context.Background()
 	c, cs, tb := clients(b)
-	if err := testbed.StartAddon(ctx, tb, "volumeclaims", nil, addonArgs()...); err != nil {
+	if err := testbed.StartAddon(ctx, tb, addon, nil, addonArgs()...); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = testbed.StopAddon(ctx, tb, "volumeclaims") }()
-	// One run of the scenarios, whatever b.N: each is a measurement of its own.
-	// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some.
-	pick := func(name string) bool {
-		only := os.Getenv("VOLUMECLAIMS_BENCH")
-		return only == "" || slices.Contains(strings.Split(only, ","), name)
-	}
-	// Latency and memory first, on a quiet testbed and a quiet controller: the PVC scenarios
-	// leave provisioning work and garbage behind. The 20,000 gated pods stay, inert, for the rest.
+	defer func() { _ = testbed.StopAddon(ctx, tb, addon) }()
+	only := os.Getenv(strings.ToUpper(addon) + "_BENCH")
 	var rows []row
-	if pick("latency") {
-		rows = append(rows, podWebhookLatency(ctx, b, c, cs, tb)...)
+	for _, s := range scenarios {
+		if only == "" || slices.Contains(strings.Split(only, ","), s.name) {
+			rows = append(rows, s.run(benchEnv{ctx: ctx, b: b, c: c, cs: cs, tb: tb})...)
+		}
 	}
-	if pick("rss") {
-		rows = append(rows, rssWithUnrelatedPods(ctx, b, c, tb))
-	}
-	if pick("perpod") {
-		rows = append(rows, perPodVersusBare(ctx, b, c, tb))
-	}
-	if pick("shared") {
-		rows = append(rows, sharedVersusUpstream(ctx, b, c))
-	}
-	printTable("volumeclaims", rows)
+	printTable(addon, rows)
 }
 
 // perPodVersusBare: 50 JobSets x 4 replicas x 10 completions = 2,000 per-pod PVCs, against a

@@ -67,37 +67,33 @@ func devices() ([]client.Object, error) {
 }
 
 func publishDevices(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	objs, err := devices()
-	if err != nil {
-		return ctx, err
-	}
-	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		return ctx, err
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
-			return ctx, err
-		}
-	}
-	return ctx, nil
+	return ctx, eachDevice(cfg, func(c client.Client, o client.Object) error {
+		return client.IgnoreAlreadyExists(c.Create(ctx, o))
+	})
 }
 
 func unpublishDevices(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	return ctx, eachDevice(cfg, func(c client.Client, o client.Object) error {
+		return client.IgnoreNotFound(c.Delete(ctx, o))
+	})
+}
+
+// eachDevice calls fn for each object of devices().
+func eachDevice(cfg *envconf.Config, fn func(client.Client, client.Object) error) error {
 	objs, err := devices()
 	if err != nil {
-		return ctx, err
+		return err
 	}
 	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: framework.Scheme})
 	if err != nil {
-		return ctx, err
+		return err
 	}
 	for _, o := range objs {
-		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return ctx, err
+		if err := fn(c, o); err != nil {
+			return err
 		}
 	}
-	return ctx, nil
+	return nil
 }
 
 // newJobSet is a JobSet of the given ReplicatedJobs.

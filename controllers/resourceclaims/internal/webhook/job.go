@@ -2,12 +2,9 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"gomodules.xyz/jsonpatch/v2"
-	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
@@ -15,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
 // JobWebhook adds to a JobSet Job's pod template, on CREATE, the claims its templates give it
@@ -29,12 +27,9 @@ var _ admission.Handler = (*JobWebhook)(nil)
 
 // Handle implements admission.Handler.
 func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create {
-		return admission.Allowed("")
-	}
 	job := &batchv1.Job{}
-	if err := json.Unmarshal(req.Object.Raw, job); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+	if resp, done := addon.DecodeCreate(req, job); done {
+		return resp
 	}
 	if !claims.HasTemplates(job) {
 		return admission.Allowed("")
