@@ -137,6 +137,12 @@ labels:
 - --webhook-configuration-name={{ include "jobset-addons.fullname" . }}
 - --log-level={{ .values.logLevel }}
 - --log-format={{ .root.Values.logFormat }}
+{{- if gt (float64 .values.kubeAPIQPS) 0.0 }}
+- --kube-api-qps={{ .values.kubeAPIQPS }}
+{{- end }}
+{{- if gt (int .values.kubeAPIBurst) 0 }}
+- --kube-api-burst={{ .values.kubeAPIBurst }}
+{{- end }}
 {{- with include "jobset-addons.featureGates" . }}
 - --feature-gates={{ . }}
 {{- end }}
