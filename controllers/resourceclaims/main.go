@@ -28,8 +28,8 @@ import (
 
 func main() {
 	var concurrency, workers int
-	var adoptQPS float32
-	var adoptBurst int
+	var adoptQPS, webhookQPS float32
+	var adoptBurst, webhookBurst int
 	jobSetJobs, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
 	if err != nil {
 		panic(err)
@@ -52,9 +52,11 @@ func main() {
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
 			fs.Float32Var(&adoptQPS, "adopt-qps", 50, "Queries per second for handing claims made ahead of their Jobs to the Jobs, apart from --kube-api-qps, so that this housekeeping never delays a claim's creation")
 			fs.IntVar(&adoptBurst, "adopt-burst", 100, "Burst for --adopt-qps")
+			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of claim templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
+			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr, gates); err != nil {
+			if err := webhook.Register(mgr, gates, webhookQPS, webhookBurst); err != nil {
 				return err
 			}
 			rc := rest.CopyConfig(mgr.GetConfig())

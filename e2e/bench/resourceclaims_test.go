@@ -132,6 +132,13 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	defer jobWatch.Stop()
 	defer claimWatch.Stop()
 
+	hooks := []string{"mjobset.kb.io", "vjobset.kb.io", "vjobset.resourceclaims.jobset-addons.io"}
+	before := map[string]histogram{}
+	for _, h := range hooks {
+		if before[h], err = webhookHistogram(ctx, cs, h); err != nil {
+			b.Fatal(err)
+		}
+	}
 	start = time.Now()
 	if err := createParallel(jobSets, 8, func(i int) error {
 		return c.Create(ctx, &jobsetv1alpha2.JobSet{
@@ -154,6 +161,15 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		b.Fatal(err)
 	}
 	created := time.Since(start)
+	var admission []string
+	for _, h := range hooks {
+		after, err := webhookHistogram(ctx, cs, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := after.minus(before[h])
+		admission = append(admission, fmt.Sprintf("%s %s/%s", strings.SplitN(h, ".", 2)[0]+"."+strings.SplitN(h, ".", 3)[1], fmtSeconds(d.quantile(0.5)), fmtSeconds(d.quantile(0.99))))
+	}
 	ours := timeUntil(ctx, b, c, start, claimList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}, total)
 	seen.waitFor(total, 30*time.Second) // the watches may trail the lists
 	lastJob, lags := seen.lags(start, "-dev")
@@ -167,6 +183,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 			target:   "ratio >= 0.9",
 		},
 		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", jobSets), ours: created.Round(time.Millisecond).String(), target: "-"},
+		{what: "  JobSet webhooks p50/p99 <=: " + strings.Join(admission, ", "), target: "-"},
 		{what: fmt.Sprintf("  claim minus its JobSet's arrival, p50/p99 (%d)", len(jsLags)), ours: quantile(jsLags, 0.5).Round(time.Millisecond).String() + " / " + quantile(jsLags, 0.99).Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  the %d Jobs exist (made by the JobSet controller)", total), ours: lastJob.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  claim minus its Job's arrival, p50 (%d Jobs; < 0: claim first)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String(), target: "-"},

@@ -2,10 +2,12 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -28,8 +30,37 @@ import (
 type JobSetWebhook struct {
 	// Client, when set, checks each template's spec with a dry-run create of a ResourceClaim, so
 	// that the API server's own validation of resource.k8s.io/v1 (and its admission) judges it.
+	// It should have a rate limit of its own: admission must not wait behind the reconciler.
 	Client client.Client
 	Gates  featuregate.FeatureGate
+
+	// valid remembers the sample claims (namespace, metadata and spec) the API server accepted,
+	// so that JobSets made from one template are not checked again and again.
+	valid seen
+}
+
+// seen is a bounded set of strings, emptied when full.
+type seen struct {
+	mu  sync.Mutex
+	set map[string]struct{}
+}
+
+const seenSize = 1024
+
+func (s *seen) has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.set[k]
+	return ok
+}
+
+func (s *seen) add(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil || len(s.set) >= seenSize {
+		s.set = make(map[string]struct{}, seenSize)
+	}
+	s.set[k] = struct{}{}
 }
 
 var _ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
@@ -177,8 +208,15 @@ func (w *JobSetWebhook) checkSpecs(ctx context.Context, js *jobsetv1alpha2.JobSe
 	}
 	var warnings admission.Warnings
 	for _, s := range samples {
+		key, keyErr := json.Marshal(s.claim)
+		if keyErr == nil && w.valid.has(string(key)) {
+			continue
+		}
 		err := w.Client.Create(ctx, s.claim, client.DryRunAll)
 		if err == nil {
+			if keyErr == nil {
+				w.valid.add(string(key))
+			}
 			continue
 		}
 		var status apierrors.APIStatus

@@ -8,8 +8,10 @@ package webhook
 import (
 	"fmt"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
@@ -24,10 +26,18 @@ const (
 )
 
 // Register adds the webhooks to mgr's webhook server. The manager's scheme must know the
-// JobSet types (jobsetv1alpha2.AddToScheme).
-func Register(mgr ctrl.Manager, gates featuregate.FeatureGate) error {
-	err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
-		WithValidator(&JobSetWebhook{Client: mgr.GetClient(), Gates: gates}).
+// JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs go through a client
+// of their own, with a rate limit of their own (qps, burst), so that admission never waits
+// behind the reconciler's API calls.
+func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burst int) error {
+	rc := rest.CopyConfig(mgr.GetConfig())
+	rc.QPS, rc.Burst = qps, burst
+	c, err := client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
+		WithValidator(&JobSetWebhook{Client: c, Gates: gates}).
 		WithValidatorCustomPath(ValidateJobSetPath).
 		Complete()
 	if err != nil {
