@@ -1,8 +1,79 @@
-// Command resourceclaims is the jobset-addons resourceclaims controller.
+// Command resourceclaims is the jobset-addons resourceclaims controller: one DRA ResourceClaim
+// per Job of a JobSet and template, shared by the Job's pods and referenced by the containers
+// the template names (JobSet KEP-762).
 package main
 
-import "github.com/jobset-addons/jobset-addons/pkg/addon"
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/webhook"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
 
 func main() {
-	addon.Main(addon.Options{Name: "resourceclaims"})
+	var concurrency, workers int
+	var adoptQPS, webhookQPS float32
+	var adoptBurst, webhookBurst int
+	jobSetJobs, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	addon.Main(addon.Options{
+		Name:         "resourceclaims",
+		QPS:          200,
+		Burst:        300,
+		AddToScheme:  []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
+		FeatureGates: claims.Gates,
+		// Only the claims the add-on made, and only JobSet Jobs, are cached.
+		Cache: map[client.Object]cache.ByObject{
+			&resourcev1.ResourceClaim{}: addon.ManagedBy(contract.ResourceClaimsManagedByValue),
+			&batchv1.Job{}:              {Label: labels.NewSelector().Add(*jobSetJobs)},
+		},
+		MutatingWebhooks:   true,
+		ValidatingWebhooks: true,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
+			fs.Float32Var(&adoptQPS, "adopt-qps", 50, "Queries per second for handing claims made ahead of their Jobs to the Jobs, apart from --kube-api-qps, so that this housekeeping never delays a claim's creation")
+			fs.IntVar(&adoptBurst, "adopt-burst", 100, "Burst for --adopt-qps")
+			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of claim templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
+			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
+		},
+		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
+			if err := webhook.Register(mgr, gates, webhookQPS, webhookBurst); err != nil {
+				return err
+			}
+			rc := rest.CopyConfig(mgr.GetConfig())
+			rc.QPS, rc.Burst = adoptQPS, adoptBurst
+			adopter, err := client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+			if err != nil {
+				return err
+			}
+			r := &controller.Reconciler{
+				Client:    mgr.GetClient(),
+				Adopter:   adopter,
+				APIReader: mgr.GetAPIReader(),
+				Recorder:  addon.EventRecorder(mgr, "resourceclaims.jobset-addons.io"),
+				Gates:     gates,
+				Workers:   workers,
+			}
+			return r.SetupWithManager(mgr, concurrency)
+		},
+	})
 }

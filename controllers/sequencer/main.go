@@ -53,7 +53,7 @@ func main() {
 			}
 			r := &controller.Reconciler{
 				Client:   mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("sequencer.jobset-addons.io"),
+				Recorder: addon.EventRecorder(mgr, "sequencer.jobset-addons.io"),
 				Clock:    clock.RealClock{},
 				Workers:  workers,
 			}

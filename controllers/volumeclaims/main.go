@@ -43,7 +43,7 @@ func main() {
 			}
 			r := &controller.Reconciler{
 				Client:   mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("volumeclaims.jobset-addons.io"),
+				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
 				Workers:  workers,
 			}
 			return r.SetupWithManager(mgr, concurrency)

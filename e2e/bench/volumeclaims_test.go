@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,8 +38,8 @@ const vcQPS, vcBurst = 200, 300
 
 type row struct{ what, ours, baseline, ratio, target string }
 
-func printTable(rows []row) {
-	fmt.Printf("\n%-58s %14s %14s %8s  %s\n", "volumeclaims", "ours", "baseline", "ratio", "target")
+func printTable(title string, rows []row) {
+	fmt.Printf("\n%-58s %14s %14s %8s  %s\n", title, "ours", "baseline", "ratio", "target")
 	for _, r := range rows {
 		fmt.Printf("%-58s %14s %14s %8s  %s\n", r.what, r.ours, r.baseline, r.ratio, r.target)
 	}
@@ -109,23 +110,25 @@ func suspendedJobSet(ns, name string, replicas, completions int32) *jobsetv1alph
 	}
 }
 
-// countPVCs counts the PVCs in ns matching labels.
-func countPVCs(ctx context.Context, c client.Client, ns string, labels client.MatchingLabels) int {
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
-	if err := c.List(ctx, &list, client.InNamespace(ns), labels); err != nil {
+var pvcList = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList")
+
+// countObjects counts the objects of the list kind in ns matching labels.
+func countObjects(ctx context.Context, c client.Client, list schema.GroupVersionKind, ns string, labels client.MatchingLabels) int {
+	var objs metav1.PartialObjectMetadataList
+	objs.SetGroupVersionKind(list)
+	if err := c.List(ctx, &objs, client.InNamespace(ns), labels); err != nil {
 		return -1
 	}
-	return len(list.Items)
+	return len(objs.Items)
 }
 
-// timeUntil polls every 50ms from start until n PVCs in ns match labels.
-func timeUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns string, labels client.MatchingLabels, n int) time.Duration {
+// timeUntil polls every 50ms from start until n objects of the list kind in ns match labels.
+func timeUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, list schema.GroupVersionKind, ns string, labels client.MatchingLabels, n int) time.Duration {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return countPVCs(ctx, c, ns, labels) >= n, nil
+		return countObjects(ctx, c, list, ns, labels) >= n, nil
 	})
 	if err != nil {
-		b.Fatalf("waiting for %d PVCs in %s: %v (have %d)", n, ns, err, countPVCs(ctx, c, ns, labels))
+		b.Fatalf("waiting for %d %s in %s: %v (have %d)", n, list.Kind, ns, err, countObjects(ctx, c, list, ns, labels))
 	}
 	return time.Since(start)
 }
@@ -155,35 +158,51 @@ func createParallel(n, workers int, create func(i int) error) error {
 }
 
 // BenchmarkVolumeClaims runs the volumeclaims controller on the testbed and prints its table.
+// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some scenarios. Latency and memory come
+// first, on a quiet testbed and a quiet controller: the PVC scenarios leave provisioning work
+// and garbage behind. The 20,000 gated pods stay, inert, for the rest.
 func BenchmarkVolumeClaims(b *testing.B) {
+	runAddonBench(b, "volumeclaims", []scenario{
+		{"latency", func(e benchEnv) []row { return podWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"rss", func(e benchEnv) []row { return []row{rssWithUnrelatedPods(e.ctx, e.b, e.c, e.tb)} }},
+		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb)} }},
+		{"shared", func(e benchEnv) []row { return []row{sharedVersusUpstream(e.ctx, e.b, e.c)} }},
+	})
+}
+
+// benchEnv is what a scenario runs with.
+type benchEnv struct {
+	ctx context.Context
+	b   *testing.B
+	c   client.Client
+	cs  kubernetes.Interface
+	tb  testbed.Config
+}
+
+// scenario is one measurement of an add-on's benchmark, with the rows it prints.
+type scenario struct {
+	name string
+	run  func(benchEnv) []row
+}
+
+// runAddonBench runs the add-on on the testbed and the scenarios once each, whatever b.N
+// (each is a measurement of its own), in order, and prints their table. $<ADDON>_BENCH, a
+// comma-separated list of names, picks some.
+func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
 	ctx := context.Background()
 	c, cs, tb := clients(b)
-	if err := testbed.StartAddon(ctx, tb, "volumeclaims", nil); err != nil {
+	if err := testbed.StartAddon(ctx, tb, addon, nil, addonArgs()...); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = testbed.StopAddon(ctx, tb, "volumeclaims") }()
-	// One run of the scenarios, whatever b.N: each is a measurement of its own.
-	// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some.
-	pick := func(name string) bool {
-		only := os.Getenv("VOLUMECLAIMS_BENCH")
-		return only == "" || slices.Contains(strings.Split(only, ","), name)
-	}
-	// Latency and memory first, on a quiet testbed and a quiet controller: the PVC scenarios
-	// leave provisioning work and garbage behind. The 20,000 gated pods stay, inert, for the rest.
+	defer func() { _ = testbed.StopAddon(ctx, tb, addon) }()
+	only := os.Getenv(strings.ToUpper(addon) + "_BENCH")
 	var rows []row
-	if pick("latency") {
-		rows = append(rows, podWebhookLatency(ctx, b, c, cs, tb)...)
+	for _, s := range scenarios {
+		if only == "" || slices.Contains(strings.Split(only, ","), s.name) {
+			rows = append(rows, s.run(benchEnv{ctx: ctx, b: b, c: c, cs: cs, tb: tb})...)
+		}
 	}
-	if pick("rss") {
-		rows = append(rows, rssWithUnrelatedPods(ctx, b, c, tb))
-	}
-	if pick("perpod") {
-		rows = append(rows, perPodVersusBare(ctx, b, c, tb))
-	}
-	if pick("shared") {
-		rows = append(rows, sharedVersusUpstream(ctx, b, c))
-	}
-	printTable(rows)
+	printTable(addon, rows)
 }
 
 // perPodVersusBare: 50 JobSets x 4 replicas x 10 completions = 2,000 per-pod PVCs, against a
@@ -210,7 +229,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	}); err != nil {
 		b.Fatal(err)
 	}
-	bareTime := timeUntil(ctx, b, c, start, bareNS, client.MatchingLabels{"bench": "bare"}, total)
+	bareTime := timeUntil(ctx, b, c, start, pvcList, bareNS, client.MatchingLabels{"bench": "bare"}, total)
 
 	ns := namespace(ctx, b, c, "bench-perpod")
 	policies := `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
@@ -222,7 +241,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	}); err != nil {
 		b.Fatal(err)
 	}
-	ours := timeUntil(ctx, b, c, start, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
+	ours := timeUntil(ctx, b, c, start, pvcList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
 	return row{
 		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d", total, jobSets, replicas, completions, vcQPS),
 		ours:     ours.Round(time.Millisecond).String(),
@@ -246,7 +265,7 @@ func sharedVersusUpstream(ctx context.Context, b *testing.B, c client.Client) ro
 		}); err != nil {
 			b.Fatal(err)
 		}
-		return timeUntil(ctx, b, c, start, ns, labels, n)
+		return timeUntil(ctx, b, c, start, pvcList, ns, labels, n)
 	}
 	ours := run("bench-shared-ours", func(js *jobsetv1alpha2.JobSet) {
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
@@ -269,27 +288,22 @@ func sharedVersusUpstream(ctx context.Context, b *testing.B, c client.Client) ro
 // reads the webhook's admission latency from the apiserver's histogram.
 func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
 	ns := namespace(ctx, b, c, "bench-podhook")
-	const rate, seconds = 100, 10
-	before, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tick := time.NewTicker(time.Second / rate)
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	var failed sync.Map
-	for i := range rate * seconds {
-		<-tick.C
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pod := &corev1.Pod{
+	return webhookLatency(ctx, b, cs, tb, webhookLoad{
+		addon: "volumeclaims", webhook: "mpod.volumeclaims.jobset-addons.io", path: "/mutate--v1-pod", kind: "Pod",
+		group: "", version: "v1", resource: "pods",
+		create: func(i int, null bool) error {
+			labels := map[string]string{
+				contract.VolumeClaimsPerPodLabelKey: contract.EnabledValue, contract.JobSetNameLabelKey: "bench",
+				contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: strconv.Itoa(i / 10),
+			}
+			name := fmt.Sprintf("p-%d", i)
+			if null {
+				labels = map[string]string{nullLabel: "true"}
+				name = fmt.Sprintf("null-%d", i)
+			}
+			return c.Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
-					Namespace: ns, Name: fmt.Sprintf("p-%d", i),
-					Labels: map[string]string{
-						contract.VolumeClaimsPerPodLabelKey: contract.EnabledValue, contract.JobSetNameLabelKey: "bench",
-						contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: strconv.Itoa(i / 10),
-					},
+					Namespace: ns, Name: name, Labels: labels,
 					Annotations: map[string]string{
 						contract.VolumeClaimsPerPodVolumesAnnotationKey: "data", batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i % 10),
 					},
@@ -299,29 +313,69 @@ func podWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 					SchedulingGates: []corev1.PodSchedulingGate{{Name: "bench.jobset-addons.io/hold"}},
 					Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
 				},
-			}
-			if err := c.Create(ctx, pod); err != nil {
+			})
+		},
+	})
+}
+
+// webhookLoad is a steady load on one webhook of an add-on: create(i, null) makes the i-th
+// object that the webhook admits, or, with null, the same object for the null webhook instead.
+type webhookLoad struct {
+	addon, webhook, path, kind string
+	group, version, resource   string
+	create                     func(i int, null bool) error
+}
+
+// webhookLatency runs load at 100 objects/s for 10 s, first on the null webhook (nullWebhook),
+// then on the add-on's, and reads both latencies from the apiserver's histogram, and the
+// handler's time from the add-on's own.
+func webhookLatency(ctx context.Context, b *testing.B, cs kubernetes.Interface, tb testbed.Config, load webhookLoad) []row {
+	nullWebhook(ctx, b, cs, tb, load.group, load.version, load.resource)
+	null := steadyLoad(ctx, b, cs, nullWebhookName, load.kind, func(i int) error { return load.create(i, true) })
+	h := steadyLoad(ctx, b, cs, load.webhook, load.kind, func(i int) error { return load.create(i, false) })
+	serverSide, err := handlerHistogram(ctx, tb, load.addon, load.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	within := func(h histogram) string { return fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count) }
+	return []row{
+		{what: fmt.Sprintf("  handler time p99, in the controller (%.0f requests)", serverSide.count), ours: "<= " + fmtSeconds(serverSide.quantile(0.99)), target: "-"},
+		{what: load.kind + " webhook calls within 5ms, apiserver side", ours: within(h), baseline: within(null) + " null", target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p50 (%.0f at %d/s)", load.kind, h.count, loadRate), ours: "<= " + fmtSeconds(h.quantile(0.5)), baseline: "<= " + fmtSeconds(null.quantile(0.5)) + " null", target: "-"},
+		{what: fmt.Sprintf("%s webhook latency p99 (%.0f at %d/s)", load.kind, h.count, loadRate), ours: "<= " + fmtSeconds(h.quantile(0.99)), baseline: "<= " + fmtSeconds(null.quantile(0.99)) + " null", target: "p99 <= 5ms"},
+	}
+}
+
+const loadRate, loadSeconds = 100, 10
+
+// steadyLoad calls create loadRate times a second for loadSeconds and returns the apiserver's
+// latency histogram of the webhook over that time.
+func steadyLoad(ctx context.Context, b *testing.B, cs kubernetes.Interface, webhook, kind string, create func(i int) error) histogram {
+	before, err := webhookHistogram(ctx, cs, webhook)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(time.Second / loadRate)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for i := range loadRate * loadSeconds {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := create(i); err != nil {
 				failed.Store(i, err)
 			}
 		}()
 	}
 	wg.Wait()
-	failed.Range(func(k, v any) bool { b.Fatalf("pod %v: %v", k, v); return false })
-	after, err := webhookHistogram(ctx, cs, "mpod.volumeclaims.jobset-addons.io")
+	failed.Range(func(k, v any) bool { b.Fatalf("%s %v: %v", kind, k, v); return false })
+	after, err := webhookHistogram(ctx, cs, webhook)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := after.minus(before)
-	serverSide, err := handlerHistogram(ctx, tb)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return []row{
-		{what: fmt.Sprintf("  handler time p99, in the controller (%.0f requests)", serverSide.count), ours: "<= " + fmtSeconds(serverSide.quantile(0.99)), target: "-"},
-		{what: "Pod webhook calls within 5ms, apiserver side", ours: fmt.Sprintf("%.1f%%", 100*h.counts[0.005]/h.count), target: "-"},
-		{what: fmt.Sprintf("Pod webhook latency p50 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.5)), target: "-"},
-		{what: fmt.Sprintf("Pod webhook latency p99 (%.0f pods at %d/s)", h.count, rate), ours: "<= " + fmtSeconds(h.quantile(0.99)), target: "p99 <= 5ms"},
-	}
+	return after.minus(before)
 }
 
 func fmtSeconds(s float64) string {
@@ -431,10 +485,10 @@ func rssWithUnrelatedPods(ctx context.Context, b *testing.B, c client.Client, tb
 	}
 }
 
-// handlerHistogram reads controller-runtime's webhook latency histogram of the Pod webhook
-// from the controller's /metrics: the time spent in the controller, TLS and HTTP included.
-func handlerHistogram(ctx context.Context, tb testbed.Config) (histogram, error) {
-	return addonHistogram(ctx, tb, "volumeclaims", "controller_runtime_webhook_latency_seconds", `webhook="/mutate--v1-pod"`)
+// handlerHistogram reads controller-runtime's webhook latency histogram of the webhook at path
+// from the add-on's /metrics: the time spent in the controller, TLS and HTTP included.
+func handlerHistogram(ctx context.Context, tb testbed.Config, addon, path string) (histogram, error) {
+	return addonHistogram(ctx, tb, addon, "controller_runtime_webhook_latency_seconds", `webhook="`+path+`"`)
 }
 
 // addonHistogram reads the series of a histogram whose labels contain match from the /metrics

@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -40,9 +41,18 @@ func WithAddon(e env.Environment, name string, probe func(ctx context.Context, c
 // Objects decodes the YAML documents of file (kinds the Scheme knows) into objects.
 func Objects(t *testing.T, file string) []client.Object {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	objs, err := ReadObjects(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return objs
+}
+
+// ReadObjects decodes the YAML documents of file (kinds the Scheme knows) into objects.
+func ReadObjects(file string) ([]client.Object, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
 	}
 	decode := serializer.NewCodecFactory(Scheme).UniversalDeserializer().Decode
 	var objs []client.Object
@@ -52,15 +62,15 @@ func Objects(t *testing.T, file string) []client.Object {
 		}
 		obj, _, err := decode(doc, nil, nil)
 		if err != nil {
-			t.Fatalf("%s, document %d: %v", file, i, err)
+			return nil, fmt.Errorf("%s, document %d: %w", file, i, err)
 		}
 		o, ok := obj.(client.Object)
 		if !ok {
-			t.Fatalf("%s, document %d: %T is not an object", file, i, obj)
+			return nil, fmt.Errorf("%s, document %d: %T is not an object", file, i, obj)
 		}
 		objs = append(objs, o)
 	}
-	return objs
+	return objs, nil
 }
 
 // CreateAll creates objs, tolerating objects (a namespace) that already exist.

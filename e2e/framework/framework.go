@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -83,7 +84,10 @@ func NewEnvironment() env.Environment {
 // Client returns a controller-runtime client for the environment's cluster.
 func Client(t *testing.T, cfg *envconf.Config) client.Client {
 	t.Helper()
-	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: Scheme})
+	rc := rest.CopyConfig(cfg.Client().RESTConfig())
+	// Suites poll; client-go's default of 5 requests/s would make them wait on themselves.
+	rc.QPS, rc.Burst = 100, 200
+	c, err := client.New(rc, client.Options{Scheme: Scheme})
 	if err != nil {
 		t.Fatalf("creating client: %v", err)
 	}

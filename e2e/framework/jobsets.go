@@ -3,27 +3,12 @@ package framework
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
-
-// WaitJobSet waits until the JobSet's condition is True, and leaves its latest state in js.
-func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
-	t.Helper()
-	Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
-			return false, err.Error(), nil
-		}
-		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
-	})
-}
 
 // EventReasons counts the reasons of the Events about obj.
 func EventReasons(ctx context.Context, c client.Client, obj client.Object) (map[string]int, error) {

@@ -15,8 +15,8 @@ import (
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
-// WebhookCalls counts the apiserver's calls of each webhook of the add-on name (the webhooks
-// named *.<name>.jobset-addons.io), from the apiserver's metrics.
+// WebhookCalls counts the apiserver's calls of each webhook of the add-on name, by webhook
+// name, from the apiserver's apiserver_admission_webhook_admission_duration_seconds.
 func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) map[string]float64 {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
@@ -40,14 +40,15 @@ func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name s
 	return calls
 }
 
-// AddonMetrics is the Prometheus text of the add-on name running on the testbed.
-func AddonMetrics(t *testing.T, name string) string {
+// AddonMetrics is the Prometheus text the add-on name serves on its metrics port.
+func AddonMetrics(ctx context.Context, t *testing.T, name string) string {
 	t.Helper()
 	tb, err := testbed.DefaultConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(name).Metrics))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(name).Metrics), nil)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 type namespaceKey struct{}
@@ -56,4 +58,15 @@ func WaitPodRunning(ctx context.Context, t *testing.T, c client.Client, pod *cor
 // deleted afterwards.
 func NamespacedFeature(name, assessment string, fn features.Func) features.Feature {
 	return features.New(name).WithSetup("namespace", Namespace).Assess(assessment, fn).Teardown(DeleteNamespace).Feature()
+}
+
+// WaitJobSet waits until js has condition cond, and leaves its latest state in js.
+func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, cond jobsetv1alpha2.JobSetConditionType) {
+	t.Helper()
+	Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("JobSet %s %s", js.Name, cond), func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return false, err.Error(), nil
+		}
+		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
+	})
 }

@@ -27,9 +27,10 @@ func (c Config) AddonPorts(name string) AddonPorts {
 	return AddonPorts{Webhook: b, Health: b + 1, Metrics: b + 2}
 }
 
-// StartAddon runs the add-on controller name (the binary bin/NAME) as a process of the testbed
-// and registers its webhooks as the Helm chart renders them, calling the process on
-// 127.0.0.1 with a certificate made here. It returns once the controller is ready and, if probe
+// StartAddon runs the add-on controller name (the binary bin/NAME) as a process of the testbed,
+// as the ServiceAccount and with the RBAC the Helm chart renders for it, and registers its
+// webhooks as the chart renders them, calling the process on 127.0.0.1 with a certificate made
+// here. It returns once the controller is ready and, if probe
 // is given, once probe passes (a request that shows the webhooks answer).
 func StartAddon(ctx context.Context, c Config, name string, probe func(context.Context) error, extraArgs ...string) error {
 	dir := filepath.Join(c.WorkDir, "addons", name)
@@ -44,9 +45,17 @@ func StartAddon(ctx context.Context, c Config, name string, probe func(context.C
 	if err := ensureNamespace(ctx, cs, AddonNamespace); err != nil {
 		return err
 	}
+	manifests, err := c.chartWebhooks(ctx, name)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := c.addonKubeconfig(ctx, cs, manifests, dir)
+	if err != nil {
+		return err
+	}
 	p := c.AddonPorts(name)
 	args := append([]string{
-		"--kubeconfig", c.Kubeconfig(),
+		"--kubeconfig", kubeconfig,
 		"--namespace", AddonNamespace, "--leader-election-namespace", AddonNamespace,
 		"--cert-mode", "external", "--cert-dir", filepath.Join(dir, "certs"),
 		"--webhook-host", "127.0.0.1", fmt.Sprintf("--webhook-port=%d", p.Webhook),
@@ -60,10 +69,6 @@ func StartAddon(ctx context.Context, c Config, name string, probe func(context.C
 	}
 	if err := WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.Health), time.Minute); err != nil {
 		return fmt.Errorf("%s: %w; see %s", name, err, logPath)
-	}
-	manifests, err := c.chartWebhooks(ctx, name)
-	if err != nil {
-		return err
 	}
 	if err := RegisterWebhooks(ctx, cs, manifests, fmt.Sprintf("https://127.0.0.1:%d", p.Webhook), caPEM, WebhookEdits{}); err != nil {
 		return err
@@ -107,7 +112,8 @@ func KillAddon(c Config, name string) error {
 	return endProcess(c, name, syscall.SIGKILL)
 }
 
-// chartWebhooks renders the chart with only the add-on name on, for its webhook configurations.
+// chartWebhooks renders the chart with only the add-on name on, for its webhook configurations
+// and its RBAC.
 func (c Config) chartWebhooks(ctx context.Context, name string) ([]byte, error) {
 	// The whole render: only its webhook configurations are used (--show-only fails on a
 	// template that renders nothing).

@@ -25,6 +25,7 @@ const (
 type Config struct {
 	MetricsAddr string
 	HealthAddr  string
+	PprofAddr   string
 
 	LeaderElect             bool
 	LeaderElectionID        string
@@ -57,6 +58,7 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	}
 	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus /metrics endpoint; "0" turns it off`)
 	fs.StringVar(&c.HealthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
+	fs.StringVar(&c.PprofAddr, "pprof-bind-address", "", `Address of Go's /debug/pprof endpoints, for profiling; empty (the default) or "0" turns them off`)
 
 	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&c.LeaderElectionID, "leader-election-id", name+".jobset-addons.io", "Name of the Lease used for leader election")

@@ -125,13 +125,11 @@ const (
 const (
 	// TemplatesAnnotationKey is an annotation on spec.replicatedJobs[].template.metadata (so that it
 	// lands on each Job), written by the user: a list of ResourceClaimTemplate (YAML or JSON).
-	// Parse it with ParseResourceClaimTemplates.
+	// Parse it with ParseResourceClaimTemplates. The resourceclaims Job webhook is scoped by it:
+	// objectSelector on JobSetNameLabelKey, matchConditions on this annotation of the Job. So no
+	// label needs writing at JobSet admission, and a JobSet admitted while the add-on was down
+	// still cannot get a Job created without its claims.
 	TemplatesAnnotationKey = "resourceclaims." + Domain + "/templates"
-
-	// ResourceClaimsEnabledLabelKey is a label on spec.replicatedJobs[].template.metadata (value
-	// EnabledValue), written by the resourceclaims JobSet webhook on every ReplicatedJob that has
-	// a TemplatesAnnotationKey. The resourceclaims Job webhook's objectSelector matches on it.
-	ResourceClaimsEnabledLabelKey = "resourceclaims." + Domain + "/enabled"
 
 	// ResourceClaimTemplateLabelKey is a label on every ResourceClaim created by resourceclaims,
 	// written by it: the name of the template the claim was made from.

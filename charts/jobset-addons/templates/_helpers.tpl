@@ -137,6 +137,12 @@ labels:
 - --webhook-configuration-name={{ include "jobset-addons.fullname" . }}
 - --log-level={{ .values.logLevel }}
 - --log-format={{ .root.Values.logFormat }}
+{{- if gt (float64 .values.kubeAPIQPS) 0.0 }}
+- --kube-api-qps={{ .values.kubeAPIQPS }}
+{{- end }}
+{{- if gt (int .values.kubeAPIBurst) 0 }}
+- --kube-api-burst={{ .values.kubeAPIBurst }}
+{{- end }}
 {{- with include "jobset-addons.featureGates" . }}
 - --feature-gates={{ . }}
 {{- end }}
@@ -178,7 +184,7 @@ volumeclaims:
 resourceclaims:
   - apiGroups: ["resource.k8s.io"]
     resources: ["resourceclaims"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

@@ -24,7 +24,8 @@ clientConfig (the controller's webhook Service, port 443), failurePolicy Fail, s
 and the cert-manager CA annotation are added by the helper.
 
 JobSet webhooks are scoped with matchConditions to JobSets that use the add-on, Pod and Job
-webhooks with an objectSelector on the scope label the add-on's JobSet webhook wrote: nothing
+webhooks with an objectSelector on a scope label (the one the add-on's JobSet webhook wrote, or
+upstream's jobset-name) and, where needed, matchConditions on the add-on's annotation: nothing
 else ever reaches them.
 */}}
 {{- define "jobset-addons.webhooks" -}}
@@ -63,8 +64,33 @@ volumeclaims:
         - name: has-policies
           expression: "(has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in object.metadata.annotations) || (oldObject != null && has(oldObject.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in oldObject.metadata.annotations)"
 resourceclaims:
-  mutating: []
-  validating: []
+  mutating:
+    - name: mjob.resourceclaims.jobset-addons.io
+      path: /mutate-batch-v1-job
+      timeoutSeconds: 5
+      rules:
+        - apiGroups: ["batch"]
+          apiVersions: ["v1"]
+          operations: ["CREATE"]
+          resources: ["jobs"]
+      objectSelector:
+        matchExpressions:
+          - key: jobset.sigs.k8s.io/jobset-name
+            operator: Exists
+      matchConditions:
+        - name: has-templates
+          expression: "has(object.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in object.metadata.annotations"
+  validating:
+    - name: vjobset.resourceclaims.jobset-addons.io
+      path: /validate-jobset-x-k8s-io-v1alpha2-jobset
+      rules:
+        - apiGroups: ["jobset.x-k8s.io"]
+          apiVersions: ["v1alpha2"]
+          operations: ["CREATE", "UPDATE"]
+          resources: ["jobsets"]
+      matchConditions:
+        - name: has-templates
+          expression: "object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in r.template.metadata.annotations) || (oldObject != null && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in r.template.metadata.annotations))"
 sequencer:
   mutating:
     - name: mjobset.sequencer.jobset-addons.io

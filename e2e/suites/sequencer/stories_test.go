@@ -57,7 +57,7 @@ func TestKEP672Story(t *testing.T) {
 		}
 		expectEvents(ctx, t, c, js, "Released ReplicatedJob node (stage 1, restart attempt 0): initializer Complete")
 		// The sequencer's metrics count it, with bounded labels.
-		metrics := framework.AddonMetrics(t, addonName)
+		metrics := framework.AddonMetrics(ctx, t, addonName)
 		for _, want := range []string{
 			`jobset_addons_sequencer_replicatedjobs_released_total{status="Complete"}`,
 			`jobset_addons_sequencer_pods_released_total`,

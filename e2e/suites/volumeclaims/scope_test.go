@@ -37,7 +37,7 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 func metricsFeature() features.Feature {
 	return features.New("the controller's metrics count PVCs").
 		Assess("counters", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			body := framework.AddonMetrics(t, "volumeclaims")
+			body := framework.AddonMetrics(ctx, t, "volumeclaims")
 			for _, want := range []string{
 				`jobset_addons_volumeclaims_created_total{scope="per-pod"}`,
 				`jobset_addons_volumeclaims_created_total{scope="shared"}`,

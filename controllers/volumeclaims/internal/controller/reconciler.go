@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -153,7 +154,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	key := client.ObjectKeyFromObject(js)
 	pending, seen := r.pendingFor(key, js.UID)
 	var created, reused, failed result
-	r.parallel(claims, func(c policy.Claim) {
+	r.parallel(ctx, claims, func(c policy.Claim) {
 		if pvc, ok := existing[c.Name]; ok {
 			if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
 				patch := client.MergeFrom(pvc.DeepCopy())
@@ -204,7 +205,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 // remove deletes the add-on's PVCs that retention no longer keeps.
 func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
 	var deleted, failed result
-	r.parallel(claims, func(c policy.Claim) {
+	r.parallel(ctx, claims, func(c policy.Claim) {
 		pvc := existing[c.Name]
 		// The list only holds PVCs with the add-on's managed-by label and this JobSet's name:
 		// a user's PVC of the same name is never among them. The UID precondition makes sure
@@ -226,19 +227,8 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 }
 
 // parallel runs fn for each claim, r.Workers at a time.
-func (r *Reconciler) parallel(claims []policy.Claim, fn func(policy.Claim)) {
-	workers := max(r.Workers, 1)
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	for _, c := range claims {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(c)
-		}()
-	}
-	wg.Wait()
+func (r *Reconciler) parallel(ctx context.Context, claims []policy.Claim, fn func(policy.Claim)) {
+	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), len(claims), func(i int) { fn(claims[i]) })
 }
 
 func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool {

@@ -2,18 +2,16 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"gomodules.xyz/jsonpatch/v2"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
 // PodWebhook adds to a pod, on CREATE, the per-pod volumes of its ReplicatedJob, Job index and
@@ -27,15 +25,9 @@ var _ admission.Handler = (*PodWebhook)(nil)
 
 // Handle implements admission.Handler.
 func (w *PodWebhook) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create {
-		return admission.Allowed("")
-	}
 	pod := &corev1.Pod{}
-	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
+	if resp, done := addon.DecodeCreate(req, pod); done {
+		return resp
 	}
 	vols, err := policy.PodVolumes(pod)
 	if err != nil {

@@ -1,0 +1,299 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// The resourceclaims controller's own defaults (controllers/resourceclaims/main.go), which the
+// bare client below gets too.
+const rcQPS, rcBurst = 200, 300
+
+var claimList = resourcev1.SchemeGroupVersion.WithKind("ResourceClaimList")
+
+const benchTemplates = `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: bench}}]}}}]`
+
+// BenchmarkResourceClaims runs the resourceclaims controller on the testbed and prints its
+// table. RESOURCECLAIMS_BENCH=latency,claims picks some scenarios.
+func BenchmarkResourceClaims(b *testing.B) {
+	runAddonBench(b, "resourceclaims", []scenario{
+		{"latency", func(e benchEnv) []row { return jobWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
+	})
+}
+
+// jobWebhookLatency creates suspended JobSet-like Jobs with templates (no pods) at 100/s.
+func jobWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
+	ns := namespace(ctx, b, c, "bench-jobhook")
+	return webhookLatency(ctx, b, cs, tb, webhookLoad{
+		addon: "resourceclaims", webhook: "mjob.resourceclaims.jobset-addons.io", path: "/mutate-batch-v1-job", kind: "Job",
+		group: "batch", version: "v1", resource: "jobs",
+		create: func(i int, null bool) error {
+			// No JobSet owns these Jobs: the controller leaves them alone.
+			labels := map[string]string{contract.JobSetNameLabelKey: "bench"}
+			name := fmt.Sprintf("bench-w-%d", i)
+			if null {
+				labels = map[string]string{nullLabel: "true"}
+				name = fmt.Sprintf("null-w-%d", i)
+			}
+			return c.Create(ctx, &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: ns, Name: name, Labels: labels,
+					Annotations: map[string]string{contract.TemplatesAnnotationKey: benchTemplates},
+				},
+				Spec: batchv1.JobSpec{
+					Suspend: ptr.To(true),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+					}},
+				},
+			})
+		},
+	})
+}
+
+// claimsVersusBare: 100 suspended JobSets x 5 Jobs with one template each = 500 claims, from
+// the first JobSet create to the last claim, against a bare client-go loop creating 500 claims
+// with the controller's QPS and burst. It also reports when the last Job appeared (the JobSet
+// controller makes them; a claim needs its Job) and each claim's lag behind its Job, both from
+// watches.
+func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
+	const jobSets, replicas = 100, 5
+	total := jobSets * replicas
+
+	bareNS := namespace(ctx, b, c, "bench-rc-bare")
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS, rc.Burst = rcQPS, rcBurst
+	bare, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := createParallel(total, 16, func(i int) error {
+		claim := &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"},
+			}}}},
+		}
+		_, err := bare.ResourceV1().ResourceClaims(bareNS).Create(ctx, claim, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	bareTime := timeUntil(ctx, b, c, start, claimList, bareNS, client.MatchingLabels{"bench": "bare"}, total)
+
+	ns := namespace(ctx, b, c, "bench-rc")
+	seen := newArrivals()
+	jobWatch, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	claimWatch, err := cs.ResourceV1().ResourceClaims(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	jsWatch, err := wc.Watch(ctx, &jobsetv1alpha2.JobSetList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jsWatch.Stop()
+	go seen.record("jobset", jsWatch)
+	go seen.record("job", jobWatch)
+	go seen.record("claim", claimWatch)
+	defer jobWatch.Stop()
+	defer claimWatch.Stop()
+
+	hooks := []string{"mjobset.kb.io", "vjobset.kb.io", "vjobset.resourceclaims.jobset-addons.io"}
+	before := map[string]histogram{}
+	for _, h := range hooks {
+		if before[h], err = webhookHistogram(ctx, cs, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start = time.Now()
+	if err := createParallel(jobSets, 8, func(i int) error {
+		return c.Create(ctx, &jobsetv1alpha2.JobSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("rc-%d", i)},
+			Spec: jobsetv1alpha2.JobSetSpec{
+				Suspend: ptr.To(true),
+				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+					Name: "w", Replicas: replicas,
+					Template: batchv1.JobTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.TemplatesAnnotationKey: benchTemplates}},
+						Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+							RestartPolicy: corev1.RestartPolicyNever,
+							Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+						}}},
+					},
+				}},
+			},
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(start)
+	var admission []string
+	for _, h := range hooks {
+		after, err := webhookHistogram(ctx, cs, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := after.minus(before[h])
+		admission = append(admission, fmt.Sprintf("%s %s/%s", strings.SplitN(h, ".", 2)[0]+"."+strings.SplitN(h, ".", 3)[1], fmtSeconds(d.quantile(0.5)), fmtSeconds(d.quantile(0.99))))
+	}
+	ours := timeUntil(ctx, b, c, start, claimList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}, total)
+	seen.waitFor(total, 30*time.Second) // the watches may trail the lists
+	lastJob, lags := seen.lags(start, "-dev")
+	jsLags := seen.jobSetLags(replicas)
+	return []row{
+		{
+			what:     fmt.Sprintf("%d claims exist (%d JobSets x %d Jobs), QPS %d", total, jobSets, replicas, rcQPS),
+			ours:     ours.Round(time.Millisecond).String(),
+			baseline: bareTime.Round(time.Millisecond).String() + " bare",
+			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/ours.Seconds()),
+			target:   "ratio >= 0.9",
+		},
+		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", jobSets), ours: created.Round(time.Millisecond).String(), target: "-"},
+		{what: "  JobSet webhooks p50/p99 <=: " + strings.Join(admission, ", "), target: "-"},
+		{what: fmt.Sprintf("  claim minus its JobSet's arrival, p50/p99 (%d)", len(jsLags)), ours: quantile(jsLags, 0.5).Round(time.Millisecond).String() + " / " + quantile(jsLags, 0.99).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  the %d Jobs exist (made by the JobSet controller)", total), ours: lastJob.Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  claim minus its Job's arrival, p50 (%d Jobs; < 0: claim first)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  claim minus its Job's arrival, p99 (%d Jobs)", len(lags)), ours: quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
+		{what: "  claims that existed before their Job", ours: fmt.Sprintf("%d of %d", countNegative(lags), len(lags)), target: "-"},
+	}
+}
+
+// arrivals records when a watch first showed each object.
+type arrivals struct {
+	mu   sync.Mutex
+	when map[string]time.Time // kind/name -> first seen
+}
+
+func newArrivals() *arrivals { return &arrivals{when: map[string]time.Time{}} }
+
+func (a *arrivals) record(kind string, w watch.Interface) {
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Added {
+			continue
+		}
+		o, ok := ev.Object.(metav1.Object)
+		if !ok {
+			continue
+		}
+		now := time.Now()
+		a.mu.Lock()
+		if _, ok := a.when[kind+"/"+o.GetName()]; !ok {
+			a.when[kind+"/"+o.GetName()] = now
+		}
+		a.mu.Unlock()
+	}
+}
+
+// waitFor waits until the watches showed n Jobs and n claims, or timeout passes.
+func (a *arrivals) waitFor(n int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		a.mu.Lock()
+		jobs, claims := 0, 0
+		for key := range a.when {
+			switch {
+			case strings.HasPrefix(key, "job/"):
+				jobs++
+			case strings.HasPrefix(key, "claim/"):
+				claims++
+			}
+		}
+		a.mu.Unlock()
+		if jobs >= n && claims >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func countNegative(d []time.Duration) int {
+	n := 0
+	for _, x := range d {
+		if x < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// jobSetLags is, for each claim rc-I-w-J-dev, the time from its JobSet rc-I's arrival.
+func (a *arrivals) jobSetLags(replicas int) []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var lags []time.Duration
+	for key, t := range a.when {
+		js, ok := strings.CutPrefix(key, "jobset/")
+		if !ok {
+			continue
+		}
+		for j := range replicas {
+			if ct, ok := a.when[fmt.Sprintf("claim/%s-w-%d-dev", js, j)]; ok {
+				lags = append(lags, ct.Sub(t))
+			}
+		}
+	}
+	return lags
+}
+
+// lags returns when the last Job appeared after start, and for each Job the time from its
+// appearance to that of its claim <job><suffix>.
+func (a *arrivals) lags(start time.Time, suffix string) (time.Duration, []time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var last time.Duration
+	var lags []time.Duration
+	for key, t := range a.when {
+		job, ok := strings.CutPrefix(key, "job/")
+		if !ok {
+			continue
+		}
+		last = max(last, t.Sub(start))
+		if ct, ok := a.when["claim/"+job+suffix]; ok {
+			lags = append(lags, ct.Sub(t))
+		}
+	}
+	return last, lags
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}

@@ -1,0 +1,169 @@
+package resourceclaims_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+)
+
+// path is the templates annotation of the JobSet's second ReplicatedJob.
+const path = "spec.replicatedJobs[1].template.metadata.annotations[resourceclaims.jobset-addons.io/templates]"
+
+// TestAdmission: bad templates are refused at admission, each with its field path, all in one
+// response; the templates are immutable.
+func TestAdmission(t *testing.T) {
+	ownClaim := func(js *jobsetv1alpha2.JobSet) {
+		spec := &js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec
+		spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("users-gpu")}}
+		spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	}
+	for _, tc := range []struct {
+		name      string
+		templates string
+		edit      func(*jobsetv1alpha2.JobSet)
+		want      []string
+	}{
+		{name: "not YAML", templates: `[{`, want: []string{path + ": Invalid value"}},
+		{name: "empty list", templates: `[]`, want: []string{path + ": Required value"}},
+		{name: "unknown field", templates: `[{metadata: {name: a}, ` + sharedData + `, container: [worker]}]`, want: []string{path + "[0].container: Unsupported value"}},
+		{name: "unknown container", templates: `[{metadata: {name: a}, ` + sharedData + `, containers: [worker, trainer]}]`, want: []string{path + `[0].containers[1]: Invalid value: "trainer"`}},
+		{name: "template name twice", templates: `[{metadata: {name: a}, ` + sharedData + `}, {metadata: {name: a}, ` + sharedData + `}]`, want: []string{path + `[1].metadata.name: Duplicate value: "a"`}},
+		{name: "name not a DNS label", templates: `[{metadata: {name: Data_1}, ` + sharedData + `}]`, want: []string{path + `[0].metadata.name: Invalid value: "Data_1"`}},
+		{name: "namespace set", templates: `[{metadata: {name: a, namespace: other}, ` + sharedData + `}]`, want: []string{path + "[0].metadata.namespace: Forbidden"}},
+		{name: "bad retention", templates: `[{metadata: {name: a}, ` + sharedData + `, whenJobFinished: Keep}]`, want: []string{path + `[0].whenJobFinished: Unsupported value: "Keep"`}},
+		{name: "clash with the pod's claim in the same container", templates: `[{metadata: {name: gpu}, ` + sharedData + `, containers: [worker]}]`, edit: ownClaim,
+			want: []string{path + `[0].metadata.name: Invalid value: "gpu": clashes with the pod template's own claim spec.resourceClaims[0]`}},
+		{name: "spec without a device class (API server's validation)", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {}}]}}}]`,
+			want: []string{path + "[0].spec.devices.requests[0].exactly.deviceClassName: Required value"}},
+		{name: "spec with a bad request name (API server's validation)", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: R_1, exactly: {deviceClassName: c}}]}}}]`,
+			want: []string{path + "[0].spec.devices.requests[0].name: Invalid value"}},
+		{name: "every error in one response", templates: `[{metadata: {name: a}, ` + sharedData + `, containers: [nope], whenJobFinished: Never}, {metadata: {name: a, namespace: x}, ` + sharedData + `}]`,
+			want: []string{path + "[0].containers[0]: Invalid value", path + "[0].whenJobFinished: Unsupported value", path + "[1].metadata.name: Duplicate value", path + "[1].metadata.namespace: Forbidden"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := framework.NamespacedFeature(tc.name, "refused with the field path", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+				c := framework.Client(t, cfg)
+				js := newJobSet(framework.NamespaceFrom(ctx), "bad", rjob("plain", 1, 1, ""), rjob("w", 2, 1, tc.templates))
+				if tc.edit != nil {
+					tc.edit(js)
+				}
+				err := c.Create(ctx, js)
+				if err == nil {
+					t.Fatal("admitted")
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q\ndoes not contain %q", err, w)
+					}
+				}
+				if !strings.Contains(err.Error(), "vjobset.resourceclaims.jobset-addons.io") {
+					t.Errorf("error %q is not from the resourceclaims webhook", err)
+				}
+				return ctx
+			})
+			testenv.Test(t, f)
+		})
+	}
+}
+
+// TestTemplatesImmutable: an admitted JobSet's templates may not change.
+func TestTemplatesImmutable(t *testing.T) {
+	f := framework.NamespacedFeature("the templates are immutable", "update refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		js := newJobSet(framework.NamespaceFrom(ctx), "immutable", rjob("plain", 1, 1, ""), rjob("w", 1, 1, `[{metadata: {name: a}, `+sharedData+`}]`))
+		js.Spec.Suspend = ptr.To(true)
+		framework.CreateAll(ctx, t, c, js)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+				return err
+			}
+			js.Spec.ReplicatedJobs[1].Template.Annotations["resourceclaims.jobset-addons.io/templates"] = `[{metadata: {name: b}, ` + sharedData + `}]`
+			return c.Update(ctx, js)
+		})
+		// Upstream JobSet refuses a change of spec.replicatedJobs too, and the apiserver
+		// answers with one of the refusals: the resourceclaims one is checked by unit tests.
+		if err == nil || !strings.Contains(err.Error(), "immutable") {
+			t.Errorf("update: %v", err)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestShadowedAndScope: a pod template's own claim of a template's name wins: the JobSet is
+// admitted, its pods use their own claim, no claim is made for the template, and a Warning
+// event says so. A JobSet without templates never reaches the webhooks.
+func TestShadowedAndScope(t *testing.T) {
+	f := framework.NamespacedFeature("the pod template's own claim wins; plain JobSets never reach the webhooks", "shadowed, warned; no webhook call", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		users := &resourcev1.ResourceClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users-gpu"},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "shared-data-resource"},
+			}}}}},
+		}
+		rj := rjob("w", 1, 1, `[{metadata: {name: gpu}, `+sharedData+`, containers: [helper]}, {metadata: {name: data}, `+sharedData+`}]`)
+		spec := &rj.Template.Spec.Template.Spec
+		spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("users-gpu")}}
+		spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		js := newJobSet(ns, "shadowed", rj)
+		framework.CreateAll(ctx, t, c, users, js)
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		waitEvent(ctx, t, c, ns, js.Name, "ResourceClaimShadowed", "gpu")
+		pods := podsOf(ctx, t, c, ns, js.Name)
+		if len(pods) != 1 {
+			t.Fatalf("%d pods", len(pods))
+		}
+		claims, containers := podClaims(&pods[0])
+		if claims["gpu"] != "template:users-gpu" || claims["data"] != "shadowed-w-0-data" {
+			t.Errorf("pod claims %v: want the user's gpu and our data", claims)
+		}
+		if containers["worker"] != "data,gpu" || containers["helper"] != "data" {
+			t.Errorf("containers reference %v", containers)
+		}
+		var ours resourcev1.ResourceClaim
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shadowed-w-0-gpu"}, &ours); err == nil {
+			t.Errorf("a claim was made for the shadowed template")
+		}
+
+		before := framework.WebhookCalls(ctx, t, cfg, "resourceclaims")
+		plain := newJobSet(ns, "plain", rjob("w", 2, 2, ""))
+		framework.CreateAll(ctx, t, c, plain)
+		framework.WaitJobSet(ctx, t, c, plain, jobsetv1alpha2.JobSetCompleted)
+		if after := framework.WebhookCalls(ctx, t, cfg, "resourceclaims"); !equal(before, after) {
+			t.Errorf("webhook calls went from %v to %v", before, after)
+		}
+		metrics := framework.AddonMetrics(ctx, t, "resourceclaims")
+		for _, want := range []string{"jobset_addons_resourceclaims_created_total", `jobset_addons_resourceclaims_deleted_total{cause="finished"}`, `jobset_addons_resourceclaims_skipped_total{reason="shadowed"}`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics has no %s", want)
+			}
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+func equal(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
