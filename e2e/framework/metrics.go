@@ -59,3 +59,15 @@ func AddonMetrics(ctx context.Context, t *testing.T, name string) string {
 	}
 	return string(body)
 }
+
+// ExpectMetrics fails the test for each of series that the add-on name does not serve on its
+// metrics port.
+func ExpectMetrics(ctx context.Context, t *testing.T, name string, series ...string) {
+	t.Helper()
+	body := AddonMetrics(ctx, t, name)
+	for _, s := range series {
+		if !strings.Contains(body, s) {
+			t.Errorf("%s's /metrics has no %s", name, s)
+		}
+	}
+}

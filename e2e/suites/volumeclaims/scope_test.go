@@ -3,7 +3,6 @@ package volumeclaims_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,16 +36,10 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 func metricsFeature() features.Feature {
 	return features.New("the controller's metrics count PVCs").
 		Assess("counters", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			body := framework.AddonMetrics(ctx, t, "volumeclaims")
-			for _, want := range []string{
+			framework.ExpectMetrics(ctx, t, "volumeclaims",
 				`jobset_addons_volumeclaims_created_total{scope="per-pod"}`,
 				`jobset_addons_volumeclaims_created_total{scope="shared"}`,
-				`jobset_addons_volumeclaims_reconcile_duration_seconds_count`,
-			} {
-				if !strings.Contains(body, want) {
-					t.Errorf("/metrics has no %s", want)
-				}
-			}
+				`jobset_addons_volumeclaims_reconcile_duration_seconds_count`)
 			return ctx
 		}).Feature()
 }
