@@ -83,15 +83,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	total := jobSets * replicas
 
 	bareNS := namespace(ctx, b, c, "bench-rc-bare")
-	rc, err := tb.RESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc.QPS, rc.Burst = rcQPS, rcBurst
-	bare, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bare := bareClient(b, tb, rcQPS, rcBurst)
 	start := time.Now()
 	if err := createParallel(total, 16, func(i int) error {
 		claim := &resourcev1.ResourceClaim{
@@ -114,6 +106,10 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		b.Fatal(err)
 	}
 	claimWatch, err := cs.ResourceV1().ResourceClaims(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := tb.RESTConfig()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -205,6 +205,20 @@ func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
 	printTable(addon, rows)
 }
 
+// bareClient is a clientset with the add-on's QPS and burst: the baseline of a bare loop.
+func bareClient(b *testing.B, tb testbed.Config, qps float32, burst int) kubernetes.Interface {
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS, rc.Burst = qps, burst
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs
+}
+
 // perPodVersusBare: 50 JobSets x 4 replicas x 10 completions = 2,000 per-pod PVCs, against a
 // bare client-go loop creating 2,000 PVCs with the controller's QPS and burst.
 func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) row {
@@ -212,15 +226,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	total := jobSets * replicas * completions
 
 	bareNS := namespace(ctx, b, c, "bench-bare")
-	rc, err := tb.RESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc.QPS, rc.Burst = vcQPS, vcBurst
-	bare, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bare := bareClient(b, tb, vcQPS, vcBurst)
 	start := time.Now()
 	if err := createParallel(total, 16, func(i int) error {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}}, Spec: pvcSpec()}
