@@ -183,6 +183,12 @@ const (
 	// NetworkTopologySpec of the JobSet's PodGroups. Parse it with ParseNetworkTopology.
 	NetworkTopologyAnnotationKey = "podgroups." + Domain + "/network-topology"
 
+	// ScheduleTimeoutAnnotationKey is a JobSet annotation, written by the user, for the
+	// coscheduling scheduler only: the PodGroup's scheduleTimeoutSeconds, how long a gang's pods
+	// wait in the scheduler's Permit stage for the rest of the gang. Parse it with
+	// ParseScheduleTimeout.
+	ScheduleTimeoutAnnotationKey = "podgroups." + Domain + "/schedule-timeout-seconds"
+
 	// VolcanoGroupNameAnnotationKey is Volcano's pod annotation naming the pod's PodGroup, written
 	// by the podgroups JobSet webhook on the pod templates.
 	VolcanoGroupNameAnnotationKey = "scheduling.k8s.io/group-name"

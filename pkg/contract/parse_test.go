@@ -145,7 +145,8 @@ func TestKeys(t *testing.T) {
 		"SchedulerAnnotationKey": SchedulerAnnotationKey, "VolcanoQueueNameAnnotationKey": VolcanoQueueNameAnnotationKey,
 		"NetworkTopologyAnnotationKey": NetworkTopologyAnnotationKey, "VolcanoGroupNameAnnotationKey": VolcanoGroupNameAnnotationKey,
 		"CoschedulingPodGroupLabelKey": CoschedulingPodGroupLabelKey, "PodGroupStageLabelKey": PodGroupStageLabelKey,
-		"VolumeClaimsManagedByValue": VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
+		"ScheduleTimeoutAnnotationKey": ScheduleTimeoutAnnotationKey,
+		"VolumeClaimsManagedByValue":   VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
 		"SequencerManagedByValue": SequencerManagedByValue, "PodGroupsManagedByValue": PodGroupsManagedByValue,
 		"EnabledValue": EnabledValue, "Domain": Domain,
 	}

@@ -1,6 +1,9 @@
 package contract
 
 import (
+	"strconv"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -73,4 +76,17 @@ func ParseNetworkTopology(value string, path *field.Path) (NetworkTopology, fiel
 		errs = append(errs, field.Invalid(path.Child("highestTierAllowed"), *nt.HighestTierAllowed, "must be at least 1"))
 	}
 	return *nt, joinErrors(decodeErrs, errs)
+}
+
+// ParseScheduleTimeout parses the value of the ScheduleTimeoutAnnotationKey annotation: a
+// positive whole number of seconds that fits an int32 (the PodGroup's scheduleTimeoutSeconds).
+func ParseScheduleTimeout(value string, path *field.Path) (int32, field.ErrorList) {
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+	if err != nil {
+		return 0, field.ErrorList{field.Invalid(path, value, "must be a whole number of seconds")}
+	}
+	if n < 1 {
+		return 0, field.ErrorList{field.Invalid(path, value, "must be positive")}
+	}
+	return int32(n), nil
 }

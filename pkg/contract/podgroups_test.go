@@ -36,3 +36,19 @@ func TestParseNetworkTopology(t *testing.T) {
 		})
 	}
 }
+
+func TestParseScheduleTimeout(t *testing.T) {
+	path := JobSetAnnotationPath(ScheduleTimeoutAnnotationKey)
+	for value, want := range map[string]int32{"1": 1, "60": 60, " 300 ": 300, "2147483647": 2147483647} {
+		got, errs := ParseScheduleTimeout(value, path)
+		if len(errs) > 0 || got != want {
+			t.Errorf("ParseScheduleTimeout(%q) = %d, %v; want %d", value, got, errs, want)
+		}
+	}
+	for _, value := range []string{"", "0", "-5", "1.5", "10s", "2147483648", "abc"} {
+		_, errs := ParseScheduleTimeout(value, path)
+		if len(errs) != 1 || errs[0].Field != path.String() {
+			t.Errorf("ParseScheduleTimeout(%q): want one error at %s, got %v", value, path, errs)
+		}
+	}
+}

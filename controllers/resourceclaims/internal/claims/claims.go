@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -221,12 +222,7 @@ func JobClaim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
 
 // Finished tells whether the Job has finished: its Complete or Failed condition is True.
 func Finished(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return jobsets.JobFinished(job)
 }
 
 // Injected says what Inject changed in a pod spec.

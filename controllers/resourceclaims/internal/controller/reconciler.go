@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +36,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // finished, or shrank) are deleted.
 // planned is what plan decided for the existing Jobs: the claims it adopts or deletes are its.
 func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.Job, existing map[string]*resourcev1.ResourceClaim, planned []action) []action {
-	finished := jobSetFinished(js)
+	finished := jobsets.Finished(js)
 	wanted := sets.New[string]()
 	var work []action
 	for i, rj := range js.Spec.ReplicatedJobs {
@@ -202,11 +202,6 @@ func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.J
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-func jobSetFinished(js *jobsetv1alpha2.JobSet) bool {
-	return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)) ||
-		apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
 }
 
 // checkJobSet tells, with a Warning event, about templates of the JobSet that do not parse:

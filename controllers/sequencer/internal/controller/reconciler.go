@@ -13,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -30,6 +29,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -158,8 +158,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		reconcileErrors.WithLabelValues("list").Inc()
 		return ctrl.Result{}, fmt.Errorf("listing Jobs: %w", err)
 	}
-	jobs.Items = ownedJobs(js, jobs.Items)
-	attempt := currentAttempt(js, jobs.Items)
+	jobs.Items = jobsets.OwnedJobs(js, jobs.Items)
+	attempt := jobsets.CurrentAttempt(js, jobs.Items)
 	prev, hadPrev := r.previous(js)
 	d := decide(js, stages, prev, tally(jobs.Items, attempt), attempt)
 	log.V(2).Info("Reconciling", "attempt", attempt, "released", d.released.ReplicatedJobs, "newly", len(d.newly))
@@ -193,18 +193,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
-}
-
-// ownedJobs keeps the Jobs controlled by this JobSet (not one of an earlier JobSet of the same
-// name that is being deleted).
-func ownedJobs(js *jobsetv1alpha2.JobSet, jobs []batchv1.Job) []batchv1.Job {
-	out := jobs[:0]
-	for _, j := range jobs {
-		if ref := metav1.GetControllerOfNoCopy(&j); ref == nil || ref.UID == js.UID {
-			out = append(out, j)
-		}
-	}
-	return out
 }
 
 // previous is what is released in the JobSet: its released annotation, with what this process
@@ -288,7 +276,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp == nil && sequence.HasGate(p.Spec.SchedulingGates) &&
-			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && attemptOf(p.Labels) == attempt && r.claim(p.UID) {
+			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && jobsets.AttemptOf(p.Labels) == attempt && r.claim(p.UID) {
 			todo = append(todo, p)
 		}
 	}

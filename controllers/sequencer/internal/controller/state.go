@@ -2,36 +2,16 @@ package controller
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
-
-// attemptOf is the restart attempt of a Job or Pod (its restart-attempt label), or -1.
-func attemptOf(labels map[string]string) int32 {
-	n, err := strconv.ParseInt(labels[contract.RestartAttemptLabelKey], 10, 32)
-	if err != nil {
-		return -1
-	}
-	return int32(n)
-}
-
-// currentAttempt is the JobSet's restart attempt: its status.restarts, or a later attempt
-// already seen on its Jobs (the Job informer may be ahead of the JobSet's).
-func currentAttempt(js *jobsetv1alpha2.JobSet, jobs []batchv1.Job) int32 {
-	attempt := js.Status.Restarts
-	for i := range jobs {
-		attempt = max(attempt, attemptOf(jobs[i].Labels))
-	}
-	return attempt
-}
 
 // progress counts, per ReplicatedJob, the Jobs of one restart attempt that are Complete, and
 // those that are ready or Complete.
@@ -43,16 +23,16 @@ func tally(jobs []batchv1.Job, attempt int32) progress {
 	p := progress{}
 	for i := range jobs {
 		j := &jobs[i]
-		if attemptOf(j.Labels) != attempt || j.DeletionTimestamp != nil {
+		if jobsets.AttemptOf(j.Labels) != attempt || j.DeletionTimestamp != nil {
 			continue
 		}
 		rj := j.Labels[contract.ReplicatedJobNameLabelKey]
 		c := p[rj]
 		switch {
-		case jobFinished(j, batchv1.JobComplete):
+		case jobsets.JobHas(j, batchv1.JobComplete):
 			c.complete++
 			c.readyOrComplete++
-		case jobFinished(j, batchv1.JobFailed):
+		case jobsets.JobHas(j, batchv1.JobFailed):
 		default:
 			pods := ptr.Deref(j.Spec.Parallelism, 1)
 			if j.Spec.Completions != nil && *j.Spec.Completions < pods {
@@ -65,15 +45,6 @@ func tally(jobs []batchv1.Job, attempt int32) progress {
 		p[rj] = c
 	}
 	return p
-}
-
-func jobFinished(j *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range j.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // holds tells whether the predecessor reached the status: Complete when all of its replicas

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -106,7 +107,7 @@ func TestDecide(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs.ToAggregate())
 			}
-			attempt := currentAttempt(tc.js, tc.jobs)
+			attempt := jobsets.CurrentAttempt(tc.js, tc.jobs)
 			if attempt != tc.wantAttempt {
 				t.Errorf("attempt %d, want %d", attempt, tc.wantAttempt)
 			}

@@ -9,24 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
-
-// View copies what contract.Stages needs out of a JobSet.
-func View(js *jobsetv1alpha2.JobSet) contract.JobSetView {
-	v := contract.JobSetView{
-		Annotations:          js.Annotations,
-		StartupPolicyInOrder: js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobsetv1alpha2.InOrder,
-	}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		rv := contract.ReplicatedJobView{Name: rj.Name, TemplateAnnotations: rj.Template.Annotations}
-		for _, d := range rj.DependsOn {
-			rv.DependsOn = append(rv.DependsOn, contract.Dependency{Name: d.Name, Status: contract.DependencyStatus(d.Status)})
-		}
-		v.ReplicatedJobs = append(v.ReplicatedJobs, rv)
-	}
-	return v
-}
 
 // Uses tells whether the JobSet carries any sequencer annotation: the execution-policy or
 // wait-for annotation, or a depends-on annotation on a ReplicatedJob.
@@ -47,7 +32,7 @@ func Uses(js *jobsetv1alpha2.JobSet) bool {
 
 // Stages are the JobSet's stages (contract.Stages).
 func Stages(js *jobsetv1alpha2.JobSet) ([]contract.Stage, field.ErrorList) {
-	return contract.Stages(View(js))
+	return jobsets.Stages(js)
 }
 
 // GatedStages are the stages whose pods the sequencer holds back: Index > 0 and Gated.
@@ -105,10 +90,5 @@ func Admitted(js *jobsetv1alpha2.JobSet, stages []contract.Stage) bool {
 
 // ReplicatedJob returns the ReplicatedJob of the JobSet with that name, or nil.
 func ReplicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
-	for i := range js.Spec.ReplicatedJobs {
-		if js.Spec.ReplicatedJobs[i].Name == name {
-			return &js.Spec.ReplicatedJobs[i]
-		}
-	}
-	return nil
+	return jobsets.ReplicatedJob(js, name)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -111,12 +112,7 @@ func Claims(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) ([
 
 // ReplicatedJob returns the ReplicatedJob of js named name, or nil.
 func ReplicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
-	for i := range js.Spec.ReplicatedJobs {
-		if js.Spec.ReplicatedJobs[i].Name == name {
-			return &js.Spec.ReplicatedJobs[i]
-		}
-	}
-	return nil
+	return jobsets.ReplicatedJob(js, name)
 }
 
 // PVC is the object to create for c in js's namespace: the template's spec, labels and
