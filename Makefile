@@ -13,12 +13,16 @@ ETCD_VERSION   := v3.6.6
 KWOK_VERSION   := v0.8.0
 JOBSET_VERSION := v0.12.0
 HELM_VERSION   := v4.3.0
+VOLCANO_VERSION      := v1.10.0
+SCHEDPLUGINS_VERSION := v0.33.5
 
 KUBE_DIR   := $(BIN)/kube-$(KUBE_VERSION)
 ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
 JOBSET_DIR := $(BIN)/jobset-$(JOBSET_VERSION)
 HELM_DIR   := $(BIN)/helm-$(HELM_VERSION)
+VOLCANO_DIR      := $(BIN)/volcano-$(VOLCANO_VERSION)
+SCHEDPLUGINS_DIR := $(BIN)/scheduler-plugins-$(SCHEDPLUGINS_VERSION)
 
 KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
@@ -28,7 +32,8 @@ KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/v
 
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 TESTBED_BINS := $(addprefix $(KUBE_DIR)/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
-	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset $(HELM_DIR)/helm
+	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset $(HELM_DIR)/helm \
+	$(VOLCANO_DIR)/vc-scheduler $(SCHEDPLUGINS_DIR)/sp-scheduler
 
 $(KUBE_DIR)/%: tools/kube/go.mod
 	hack/build-tool.sh tools/kube $@ k8s.io/kubernetes/cmd/$* "$(KUBE_LDFLAGS)"
@@ -43,28 +48,40 @@ $(JOBSET_DIR)/jobset: tools/jobset/go.mod
 		"-X sigs.k8s.io/jobset/pkg/version.GitVersion=$(JOBSET_VERSION)"
 $(HELM_DIR)/helm: tools/helm/go.mod
 	hack/build-tool.sh tools/helm $@ helm.sh/helm/v4/cmd/helm
+# The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
+$(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
+	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/scheduler
+$(SCHEDPLUGINS_DIR)/sp-scheduler: tools/schedplugins/go.mod
+	hack/build-tool.sh tools/schedplugins $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
 
 # bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
 # PATH look in: links to the versioned binaries above, and JobSet's manifests.
 TESTBED := $(BIN)/testbed
 JOBSET_SRC = $(shell cd tools/jobset && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+VOLCANO_SRC = $(shell cd tools/volcano && GOWORK=off go list -m -f '{{.Dir}}' volcano.sh/volcano)
+SCHEDPLUGINS_SRC = $(shell cd tools/schedplugins && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)
+TESTBED_STAMP := $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION)-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
 
-$(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION): $(TESTBED_BINS)
+$(TESTBED_STAMP): $(TESTBED_BINS)
 	rm -rf $(TESTBED) && mkdir -p $(TESTBED)
 	for f in $(TESTBED_BINS); do ln -s $$f $(TESTBED)/; done
 	cp $(JOBSET_SRC)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml $(TESTBED)/jobset-crd.yaml
 	cp $(JOBSET_SRC)/config/components/webhook/manifests.yaml $(TESTBED)/jobset-webhooks.yaml
+	mkdir -p $(TESTBED)/volcano-crds $(TESTBED)/scheduler-plugins-crds
+	cp $(VOLCANO_SRC)/config/crd/volcano/bases/*.yaml $(TESTBED)/volcano-crds/
+	cp $(SCHEDPLUGINS_SRC)/config/crd/bases/*.yaml $(TESTBED)/scheduler-plugins-crds/
+	chmod u+w $(TESTBED)/volcano-crds/*.yaml $(TESTBED)/scheduler-plugins-crds/*.yaml
 	chmod u+w $(TESTBED)/*.yaml
 	touch $@
 
 .PHONY: testbed-bins
-testbed-bins: $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION) ## Build (once) every binary the testbed runs
+testbed-bins: $(TESTBED_STAMP) ## Build (once) every binary the testbed runs
 
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm charts/jobset-addons/tests
+TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins charts/jobset-addons/tests
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed

@@ -14,7 +14,9 @@ require (
 	sigs.k8s.io/e2e-framework v0.7.0
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/kwok v0.8.0
+	sigs.k8s.io/scheduler-plugins v0.33.5
 	sigs.k8s.io/yaml v1.6.0
+	volcano.sh/apis v1.14.0
 )
 
 require (

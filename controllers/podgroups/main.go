@@ -1,8 +1,121 @@
-// Command podgroups is the jobset-addons podgroups controller.
+// Command podgroups is the jobset-addons podgroups controller: gang scheduling for JobSets
+// through a Volcano PodGroup or a scheduler-plugins coscheduling PodGroup, one gang for the
+// whole JobSet or one per sequenced stage.
 package main
 
-import "github.com/jobset-addons/jobset-addons/pkg/addon"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/webhook"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
 
 func main() {
-	addon.Main(addon.Options{Name: "podgroups"})
+	var (
+		concurrency  int
+		names        gang.SchedulerNames
+		defaultQueue string
+	)
+	jobsOfJobSets, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	addon.Main(addon.Options{
+		Name: "podgroups",
+		// One PodGroup per JobSet is made as the JobSet is admitted: hundreds at once must not
+		// queue behind the client's rate limit.
+		QPS:         200,
+		Burst:       400,
+		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme},
+		// Only JobSets' Jobs and our own PodGroups are cached.
+		Cache: map[client.Object]cache.ByObject{
+			&batchv1.Job{}:              {Label: labels.NewSelector().Add(*jobsOfJobSets)},
+			&volcanov1beta1.PodGroup{}:  addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&coschedv1alpha1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
+		},
+		MutatingWebhooks:   true,
+		ValidatingWebhooks: true,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.IntVar(&concurrency, "concurrent-reconciles", 20, "JobSets reconciled at once")
+			fs.StringVar(&names.Volcano, "volcano-scheduler-name", "volcano", "schedulerName given to the pods of JobSets gang-scheduled by Volcano")
+			fs.StringVar(&names.Coscheduling, "coscheduling-scheduler-name", "scheduler-plugins-scheduler", "schedulerName given to the pods of JobSets gang-scheduled by coscheduling")
+			fs.StringVar(&defaultQueue, "volcano-default-queue", "default", "Volcano queue of a JobSet that names none (Volcano's own default queue)")
+		},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
+			installed, err := installedBackends(mgr)
+			if err != nil {
+				return err
+			}
+			if err := controller.IndexFields(ctx, mgr, installed); err != nil {
+				return err
+			}
+			r := &controller.Reconciler{
+				Client:       mgr.GetClient(),
+				APIReader:    mgr.GetAPIReader(),
+				Recorder:     addon.EventRecorder(mgr, "podgroups.jobset-addons.io"),
+				Clock:        clock.RealClock{},
+				Installed:    installed,
+				DefaultQueue: defaultQueue,
+			}
+			w := &webhook.JobSetWebhook{
+				Names:     names,
+				Installed: func(s contract.Scheduler) bool { return installed[s] != nil },
+				Classes:   r,
+			}
+			if err := webhook.Register(mgr, w); err != nil {
+				return err
+			}
+			return r.SetupWithManager(mgr, concurrency)
+		},
+	})
+}
+
+// installedBackends are the backends whose PodGroup CRD the apiserver serves now. A backend
+// that is not installed is not watched (a watch on a kind that is not served fails the
+// controller's start); JobSets asking for it are refused at admission.
+func installedBackends(mgr ctrl.Manager) (map[contract.Scheduler]*controller.Backend, error) {
+	installed := map[contract.Scheduler]*controller.Backend{}
+	var missing []string
+	for s, b := range controller.Backends {
+		gvk := b.GroupVersionKind
+		_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			installed[s] = b
+		case apimeta.IsNoMatchError(err):
+			missing = append(missing, fmt.Sprintf("%s (%s)", s, gvk.GroupVersion()))
+		default:
+			return nil, fmt.Errorf("looking up the %s PodGroup kind: %w", s, err)
+		}
+	}
+	log := mgr.GetLogger().WithName("podgroups")
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		log.Info("PodGroup CRDs not served: JobSets asking for these schedulers are refused until they are installed and the controller restarted", "missing", strings.Join(missing, ", "))
+	}
+	if len(installed) == 0 {
+		log.Info("No PodGroup CRD is served: every JobSet asking for gang scheduling is refused")
+	}
+	return installed, nil
 }

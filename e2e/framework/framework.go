@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/support/kind"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
@@ -30,8 +32,10 @@ var Scheme = func() *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
-	if err := jobsetv1alpha2.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }()

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -214,17 +215,29 @@ func addNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 			corev1.ResourceMemory: resource.MustParse("256Gi"),
 			corev1.ResourcePods:   resource.MustParse("110"),
 		}
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-				Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok"},
-			},
-			Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
+		if err := AddNode(ctx, cs, name, map[string]string{"type": "kwok"}, nil, res); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
 		}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", name, err)
-		}
+	}
+	return nil
+}
+
+// AddNode creates a fake node that kwok manages (and reports Ready), with the labels, taints
+// and allocatable (also its capacity) given.
+func AddNode(ctx context.Context, cs kubernetes.Interface, name string, labels map[string]string, taints []corev1.Taint, allocatable corev1.ResourceList) error {
+	l := map[string]string{"kubernetes.io/hostname": name}
+	maps.Copy(l, labels)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Labels:      l,
+		},
+		Spec:   corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Capacity: allocatable, Allocatable: allocatable},
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating node %s: %w", name, err)
 	}
 	return nil
 }

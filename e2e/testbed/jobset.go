@@ -19,6 +19,8 @@ import (
 
 // startJobSet runs the upstream JobSet controller as a local process whose webhooks the
 // apiserver reaches at https://127.0.0.1, with a certificate signed by a CA made here.
+// Its alpha gate ElasticJobSet is on, so that parallelism may change (as Kueue changes it while a
+// JobSet is suspended): podgroups must follow such a change.
 func startJobSet(ctx context.Context, c Config, rc *rest.Config, log func(string, ...any)) error {
 	dir := c.jobsetDir()
 	p := c.Ports()
@@ -55,6 +57,8 @@ leaderElection:
 clientConnection:
   qps: 500
   burst: 500
+featureGates:
+  ElasticJobSet: true
 `, p.JobSetWebhook, certDir, p.JobSetHealth)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

@@ -41,6 +41,8 @@ type Config struct {
 // Ports of the testbed, all on 127.0.0.1.
 type Ports struct {
 	APIServer, Etcd, EtcdPeer, ControllerManager, Scheduler, Kwok, JobSetWebhook, JobSetHealth int
+	// The gang schedulers (StartGangSchedulers).
+	VolcanoMetrics, VolcanoHealth, CoschedulingSecure int
 }
 
 // Ports derives every port from PortBase: kwokctl hands out ports of its own for any it is
@@ -50,12 +52,14 @@ func (c Config) Ports() Ports {
 	return Ports{
 		APIServer: b + 443, Etcd: b + 379, EtcdPeer: b + 380, ControllerManager: b + 257,
 		Scheduler: b + 259, Kwok: b + 247, JobSetWebhook: b + 450, JobSetHealth: b + 451,
+		VolcanoMetrics: b + 460, VolcanoHealth: b + 461, CoschedulingSecure: b + 462,
 	}
 }
 
 // All lists every port, for the check that teardown left none listening.
 func (p Ports) All() []int {
-	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth}
+	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth,
+		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure}
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_NODES,

@@ -2,9 +2,11 @@ package addon
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -34,4 +36,34 @@ func CutNote(note string) string {
 		cut--
 	}
 	return note[:cut] + "..."
+}
+
+// Told remembers which Warning was told last per object, so that a reconciler that meets the
+// same problem on every reconcile tells it once (and again only after telling another). The
+// zero value is ready; it is safe for concurrent use.
+type Told struct {
+	mu   sync.Mutex
+	last map[types.UID]string
+}
+
+// First records reason as the last told about uid and tells whether it is new, that is,
+// whether the caller should emit it.
+func (t *Told) First(uid types.UID, reason string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[types.UID]string{}
+	}
+	if t.last[uid] == reason {
+		return false
+	}
+	t.last[uid] = reason
+	return true
+}
+
+// Forget drops what was told about uid (the object is gone).
+func (t *Told) Forget(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, uid)
 }

@@ -201,4 +201,10 @@ const (
 	// PodGroupStageLabelKey is a label on every PodGroup created by podgroups for a sequenced
 	// JobSet, written by it: the stage index (decimal) the PodGroup gangs.
 	PodGroupStageLabelKey = "podgroups." + Domain + "/stage"
+
+	// PodGroupSpecHashAnnotationKey is an annotation on every PodGroup created by podgroups,
+	// written by it: a hash of the spec it last wrote, so that it updates a PodGroup only when
+	// the JobSet's demand changed (and not forever when a PodGroup CRD drops a field it does
+	// not know, such as Volcano v1.10's without networkTopology).
+	PodGroupSpecHashAnnotationKey = "podgroups." + Domain + "/spec-hash"
 )

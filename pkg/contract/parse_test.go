@@ -145,8 +145,8 @@ func TestKeys(t *testing.T) {
 		"SchedulerAnnotationKey": SchedulerAnnotationKey, "VolcanoQueueNameAnnotationKey": VolcanoQueueNameAnnotationKey,
 		"NetworkTopologyAnnotationKey": NetworkTopologyAnnotationKey, "VolcanoGroupNameAnnotationKey": VolcanoGroupNameAnnotationKey,
 		"CoschedulingPodGroupLabelKey": CoschedulingPodGroupLabelKey, "PodGroupStageLabelKey": PodGroupStageLabelKey,
-		"ScheduleTimeoutAnnotationKey": ScheduleTimeoutAnnotationKey,
-		"VolumeClaimsManagedByValue":   VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
+		"ScheduleTimeoutAnnotationKey": ScheduleTimeoutAnnotationKey, "PodGroupSpecHashAnnotationKey": PodGroupSpecHashAnnotationKey,
+		"VolumeClaimsManagedByValue": VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
 		"SequencerManagedByValue": SequencerManagedByValue, "PodGroupsManagedByValue": PodGroupsManagedByValue,
 		"EnabledValue": EnabledValue, "Domain": Domain,
 	}

@@ -146,6 +146,13 @@ labels:
 {{- with include "jobset-addons.featureGates" . }}
 - --feature-gates={{ . }}
 {{- end }}
+{{- if eq .name "podgroups" }}
+{{- with .root.Values.gangSchedulers }}
+- --volcano-scheduler-name={{ .volcano.schedulerName }}
+- --volcano-default-queue={{ .volcano.defaultQueue }}
+- --coscheduling-scheduler-name={{ .coscheduling.schedulerName }}
+{{- end }}
+{{- end }}
 {{- range .values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
@@ -201,12 +208,12 @@ sequencer:
 podgroups:
   - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
     resources: ["podgroups"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]
-  - apiGroups: [""]
-    resources: ["pods"]
+  - apiGroups: ["scheduling.k8s.io"]
+    resources: ["priorityclasses"]
     verbs: ["get", "list", "watch"]
 {{- end }}
 

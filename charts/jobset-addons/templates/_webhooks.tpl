@@ -115,6 +115,26 @@ sequencer:
         - name: uses-sequencer
           expression: "((has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))) || (oldObject != null && ((has(oldObject.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in oldObject.metadata.annotations)) || (has(oldObject.spec.replicatedJobs) && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))))"
 podgroups:
-  mutating: []
-  validating: []
+  mutating:
+    - name: mjobset.podgroups.jobset-addons.io
+      path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
+      rules:
+        - apiGroups: ["jobset.x-k8s.io"]
+          apiVersions: ["v1alpha2"]
+          operations: ["CREATE"]
+          resources: ["jobsets"]
+      matchConditions:
+        - name: uses-podgroups
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations))"
+  validating:
+    - name: vjobset.podgroups.jobset-addons.io
+      path: /validate-jobset-x-k8s-io-v1alpha2-jobset
+      rules:
+        - apiGroups: ["jobset.x-k8s.io"]
+          apiVersions: ["v1alpha2"]
+          operations: ["CREATE", "UPDATE"]
+          resources: ["jobsets"]
+      matchConditions:
+        - name: uses-podgroups
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations)))"
 {{- end }}

@@ -226,7 +226,7 @@ func namesOf(docs []doc, kind string) []string {
 }
 
 // controllersWithWebhooks have a mutating and a validating webhook configuration in the chart.
-var controllersWithWebhooks = map[string]bool{"volumeclaims": true, "resourceclaims": true, "sequencer": true}
+var controllersWithWebhooks = map[string]bool{"volumeclaims": true, "resourceclaims": true, "sequencer": true, "podgroups": true}
 
 func expected(enabled []string, suffixes ...string) []string {
 	var out []string

@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,4 +99,13 @@ func JobHas(j *batchv1.Job, t batchv1.JobConditionType) bool {
 // JobFinished tells whether the Job has finished: its Complete or Failed condition is True.
 func JobFinished(j *batchv1.Job) bool {
 	return JobHas(j, batchv1.JobComplete) || JobHas(j, batchv1.JobFailed)
+}
+
+// Invalid is the 422 Invalid error a JobSet webhook answers with, errs as its causes, or nil
+// when errs is empty.
+func Invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
 }

@@ -22,6 +22,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -73,7 +74,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	}
 	errs, samples := validateJobSet(js)
 	warnings := w.checkSpecs(ctx, js, samples, &errs)
-	return warnings, invalid(js, errs)
+	return warnings, jobsets.Invalid(js, errs)
 }
 
 // ValidateUpdate keeps the templates annotation of every ReplicatedJob as it was created.
@@ -91,7 +92,7 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey), "is immutable"))
 		}
 	}
-	return nil, invalid(newJS, errs)
+	return nil, jobsets.Invalid(newJS, errs)
 }
 
 // ValidateDelete allows every deletion.
@@ -106,14 +107,6 @@ func gateOff(js *jobsetv1alpha2.JobSet) admission.Warnings {
 		}
 	}
 	return nil
-}
-
-// invalid is the 422 Invalid error that carries errs as its causes, or nil.
-func invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
 }
 
 // sample is a claim one template would give, for the API server to check by dry run.

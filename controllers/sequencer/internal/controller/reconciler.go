@@ -29,6 +29,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -50,7 +51,7 @@ type Reconciler struct {
 	// the cache shows it does not patch them again.
 	patched map[types.UID]time.Time
 	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
-	warned map[types.UID]string
+	warned addon.Told
 	// written holds, per JobSet, the released annotation this process last wrote, so that a
 	// reconcile that runs before the cache shows it neither releases nor tells a stage twice.
 	written map[types.NamespacedName]writtenReleased
@@ -345,14 +346,7 @@ func (r *Reconciler) unclaim(uid types.UID) {
 
 // warnOnce emits a Warning once per JobSet and reason.
 func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
-	r.mu.Lock()
-	if r.warned == nil {
-		r.warned = map[types.UID]string{}
-	}
-	told := r.warned[js.UID] == reason
-	r.warned[js.UID] = reason
-	r.mu.Unlock()
-	if told {
+	if !r.warned.First(js.UID, reason) {
 		return
 	}
 	reconcileErrors.WithLabelValues(metricReason).Inc()
@@ -360,7 +354,5 @@ func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, f
 }
 
 func (r *Reconciler) forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.warned, uid)
+	r.warned.Forget(uid)
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -55,12 +55,12 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
 // in one response.
 func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	return nil, invalid(js, ValidateCreate(js))
+	return nil, jobsets.Invalid(js, ValidateCreate(js))
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.
 func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	return nil, invalid(newJS, ValidateUpdate(oldJS, newJS))
+	return nil, jobsets.Invalid(newJS, ValidateUpdate(oldJS, newJS))
 }
 
 // ValidateDelete allows every deletion.
@@ -109,12 +109,4 @@ func changed(oldA, newA map[string]string, key string) bool {
 	oldValue, oldOK := oldA[key]
 	newValue, newOK := newA[key]
 	return oldOK != newOK || oldValue != newValue
-}
-
-// invalid is the 422 Invalid error that carries errs as its causes, or nil.
-func invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
 }

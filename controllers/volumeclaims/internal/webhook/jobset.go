@@ -7,13 +7,13 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -53,7 +53,7 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 // ValidateCreate refuses a JobSet whose policies are not valid for it, with every problem
 // as a field error in one response.
 func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	return nil, invalid(js, validateCreate(js))
+	return nil, jobsets.Invalid(js, validateCreate(js))
 }
 
 // ValidateUpdate keeps the policies annotation and the admission marker as they were created.
@@ -66,20 +66,12 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 		errs = append(errs, field.Forbidden(markerPath,
 			"is set by the volumeclaims webhook when the JobSet is created and may not be added, removed or changed"))
 	}
-	return nil, invalid(newJS, errs)
+	return nil, jobsets.Invalid(newJS, errs)
 }
 
 // ValidateDelete allows every deletion.
 func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// invalid is the 422 Invalid error that carries errs as its causes, or nil.
-func invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
 }
 
 func annotationChanged(oldJS, newJS *jobsetv1alpha2.JobSet, key string) bool {

@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// Backend is one gang scheduler's PodGroup kind: how to build, list and read it.
+type Backend struct {
+	Scheduler contract.Scheduler
+	// GroupVersionKind of its PodGroup.
+	GroupVersionKind schema.GroupVersionKind
+	// New is an empty PodGroup, NewList an empty list of them.
+	New     func() client.Object
+	NewList func() client.ObjectList
+	// Items are the PodGroups of a list.
+	Items func(client.ObjectList) []client.Object
+	// spec builds the PodGroup spec of a gang.
+	spec func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any
+	// setSpec copies a spec built by spec into a PodGroup.
+	setSpec func(client.Object, any)
+	// droppedTopology tells whether a PodGroup, as the apiserver returned it, lost the
+	// networkTopology it was sent with (a CRD that does not know the field prunes it).
+	droppedTopology func(client.Object) bool
+}
+
+// Backends are the two gang schedulers podgroups drives.
+var Backends = map[contract.Scheduler]*Backend{
+	contract.SchedulerVolcano: {
+		Scheduler:        contract.SchedulerVolcano,
+		GroupVersionKind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"),
+		New:              func() client.Object { return &volcanov1beta1.PodGroup{} },
+		NewList:          func() client.ObjectList { return &volcanov1beta1.PodGroupList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			items := l.(*volcanov1beta1.PodGroupList).Items
+			out := make([]client.Object, len(items))
+			for i := range items {
+				out[i] = &items[i]
+			}
+			return out
+		},
+		spec: func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any {
+			spec := volcanov1beta1.PodGroupSpec{
+				MinMember:         g.MinMember,
+				Queue:             s.Queue,
+				PriorityClassName: priorityClass,
+				MinResources:      ptr.To(g.MinResources),
+			}
+			if spec.Queue == "" {
+				spec.Queue = defaultQueue
+			}
+			if nt := s.NetworkTopology; nt != nil {
+				spec.NetworkTopology = &volcanov1beta1.NetworkTopologySpec{
+					Mode:               volcanov1beta1.NetworkTopologyMode(nt.Mode),
+					HighestTierAllowed: nt.HighestTierAllowed,
+				}
+			}
+			return spec
+		},
+		setSpec: func(o client.Object, spec any) {
+			o.(*volcanov1beta1.PodGroup).Spec = spec.(volcanov1beta1.PodGroupSpec)
+		},
+		droppedTopology: func(o client.Object) bool {
+			return o.(*volcanov1beta1.PodGroup).Spec.NetworkTopology == nil
+		},
+	},
+	contract.SchedulerCoscheduling: {
+		Scheduler:        contract.SchedulerCoscheduling,
+		GroupVersionKind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"),
+		New:              func() client.Object { return &coschedv1alpha1.PodGroup{} },
+		NewList:          func() client.ObjectList { return &coschedv1alpha1.PodGroupList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			items := l.(*coschedv1alpha1.PodGroupList).Items
+			out := make([]client.Object, len(items))
+			for i := range items {
+				out[i] = &items[i]
+			}
+			return out
+		},
+		spec: func(g gang.Gang, s gang.Settings, _, _ string) any {
+			return coschedv1alpha1.PodGroupSpec{
+				MinMember:              g.MinMember,
+				MinResources:           g.MinResources,
+				ScheduleTimeoutSeconds: s.ScheduleTimeoutSeconds,
+			}
+		},
+		setSpec: func(o client.Object, spec any) {
+			o.(*coschedv1alpha1.PodGroup).Spec = spec.(coschedv1alpha1.PodGroupSpec)
+		},
+		droppedTopology: func(client.Object) bool { return false },
+	},
+}
+
+// Build is the PodGroup of a gang: its spec, the add-on's labels, the hash of both, and the
+// JobSet as controller owner.
+func (b *Backend) Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) client.Object {
+	spec := b.spec(g, s, priorityClass, defaultQueue)
+	labels := map[string]string{
+		contract.ManagedByLabelKey:  contract.PodGroupsManagedByValue,
+		contract.JobSetNameLabelKey: js.Name,
+	}
+	if g.Sequenced {
+		labels[contract.PodGroupStageLabelKey] = gang.StageLabel(g.Stage.Index)
+	}
+	pg := b.New()
+	pg.SetName(g.Name)
+	pg.SetNamespace(js.Namespace)
+	pg.SetLabels(labels)
+	pg.SetAnnotations(map[string]string{contract.PodGroupSpecHashAnnotationKey: hash(spec, labels)})
+	pg.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))})
+	b.setSpec(pg, spec)
+	return pg
+}
+
+// Adopt copies into have (a PodGroup of ours on the server) the spec, labels and hash of want,
+// keeping everything else of have (status, others' labels and annotations).
+func (b *Backend) Adopt(have, want client.Object) {
+	labels := maps.Clone(have.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, want.GetLabels())
+	have.SetLabels(labels)
+	ann := maps.Clone(have.GetAnnotations())
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	maps.Copy(ann, want.GetAnnotations())
+	have.SetAnnotations(ann)
+	switch w := want.(type) {
+	case *volcanov1beta1.PodGroup:
+		have.(*volcanov1beta1.PodGroup).Spec = w.Spec
+	case *coschedv1alpha1.PodGroup:
+		have.(*coschedv1alpha1.PodGroup).Spec = w.Spec
+	}
+}
+
+// Ours tells whether a PodGroup on the server is one podgroups made for this JobSet: our
+// managed-by label and the JobSet as controller.
+func Ours(pg client.Object, js *jobsetv1alpha2.JobSet) bool {
+	if pg.GetLabels()[contract.ManagedByLabelKey] != contract.PodGroupsManagedByValue {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(pg)
+	return ref != nil && ref.UID == js.UID
+}
+
+// MinMember is a PodGroup's minMember, for events.
+func MinMember(pg client.Object) int32 {
+	switch p := pg.(type) {
+	case *volcanov1beta1.PodGroup:
+		return p.Spec.MinMember
+	case *coschedv1alpha1.PodGroup:
+		return p.Spec.MinMember
+	}
+	return 0
+}
+
+func hash(spec any, labels map[string]string) string {
+	b, err := json.Marshal(struct {
+		Spec   any               `json:"spec"`
+		Labels map[string]string `json:"labels"`
+	}{spec, labels})
+	if err != nil {
+		panic(fmt.Sprintf("hashing a PodGroup spec: %v", err))
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return fmt.Sprintf("%016x", h.Sum64())
+}

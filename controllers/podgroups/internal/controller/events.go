@@ -1,0 +1,38 @@
+package controller
+
+// Event reasons on the JobSet. They are stable: alerts and scripts may match on them.
+const (
+	// ReasonCreated: a PodGroup was created for a gang (the whole JobSet, or a released stage).
+	ReasonCreated = "PodGroupCreated"
+	// ReasonUpdated: a PodGroup's spec was brought in step with its JobSet (for example after
+	// Kueue changed parallelism while the JobSet was suspended).
+	ReasonUpdated = "PodGroupUpdated"
+	// ReasonDeleted: a PodGroup was deleted because its JobSet or its stage finished, so that it
+	// holds no queue.
+	ReasonDeleted = "PodGroupDeleted"
+	// ReasonFailed: creating, updating or deleting a PodGroup failed; the reconcile retries.
+	ReasonFailed = "PodGroupFailed"
+	// ReasonNameTaken: a PodGroup of the gang's name exists and is not ours; it is left alone
+	// and the gang's pods will be scheduled against it.
+	ReasonNameTaken = "PodGroupNameTaken"
+	// ReasonNetworkTopologyDropped: the PodGroup CRD installed does not know
+	// spec.networkTopology and dropped it (Volcano before network topology support).
+	ReasonNetworkTopologyDropped = "NetworkTopologyDropped"
+	// ReasonSchedulerNotInstalled: the JobSet asks for a scheduler whose PodGroup CRD was not
+	// served when the controller started.
+	ReasonSchedulerNotInstalled = "SchedulerNotInstalled"
+	// ReasonNotAdmitted: the JobSet asks for gang scheduling but was created while the podgroups
+	// mutating webhook was not running, so its pods name no PodGroup; none is made.
+	ReasonNotAdmitted = "NotAdmitted"
+	// ReasonInvalid: the podgroups annotations do not parse, or the stages cannot be computed
+	// (the JobSet was admitted without the validating webhook); nothing is done.
+	ReasonInvalid = "InvalidPodGroupSettings"
+)
+
+// Event actions (events.k8s.io/v1 "action").
+const (
+	actionCreate = "Create"
+	actionUpdate = "Update"
+	actionDelete = "Delete"
+	actionSkip   = "Skip"
+)

@@ -1,0 +1,279 @@
+// Package gang reads a JobSet that asks for gang scheduling (contract.SchedulerAnnotationKey) and
+// says what its gangs are: one per stage of contract.Stages, each with the pods it must place
+// together and the resources they request. The webhooks inject and validate from it, and the
+// controller builds PodGroups from it, so that the three agree.
+package gang
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// SchedulerNames are the schedulerName each backend's pods get: chart values, flags of the
+// binary.
+type SchedulerNames struct {
+	Volcano, Coscheduling string
+}
+
+// For is the schedulerName of the backend.
+func (n SchedulerNames) For(s contract.Scheduler) string {
+	if s == contract.SchedulerCoscheduling {
+		return n.Coscheduling
+	}
+	return n.Volcano
+}
+
+// Settings are a JobSet's podgroups annotations, parsed.
+type Settings struct {
+	Scheduler contract.Scheduler
+	// Queue is the Volcano queue; empty leaves Volcano's default.
+	Queue string
+	// NetworkTopology is Volcano's network topology; nil when not asked for.
+	NetworkTopology *contract.NetworkTopology
+	// ScheduleTimeoutSeconds is coscheduling's Permit timeout; nil leaves the scheduler's.
+	ScheduleTimeoutSeconds *int32
+}
+
+// Uses tells whether the JobSet asks for gang scheduling: it has the scheduler annotation, or
+// another annotation that only podgroups reads (so that a JobSet that sets one without the
+// scheduler is told so rather than silently ignored).
+func Uses(js *jobsetv1alpha2.JobSet) bool {
+	for _, k := range []string{contract.SchedulerAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey} {
+		if _, ok := js.Annotations[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ImmutableKeys are the JobSet annotations podgroups reads: none may change after creation.
+var ImmutableKeys = []string{contract.SchedulerAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey}
+
+// Parse reads the JobSet's podgroups annotations, every problem a field error: an unknown
+// scheduler, a malformed queue, topology or timeout, and a setting the chosen scheduler does
+// not have (a queue or topology for coscheduling, a timeout for Volcano).
+func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
+	var s Settings
+	var errs field.ErrorList
+	a := js.Annotations
+	path := contract.JobSetAnnotationPath
+	value, ok := a[contract.SchedulerAnnotationKey]
+	if !ok {
+		return s, field.ErrorList{field.Required(path(contract.SchedulerAnnotationKey),
+			fmt.Sprintf("is required by the other %s annotations: %q or %q", "podgroups.jobset-addons.io", contract.SchedulerVolcano, contract.SchedulerCoscheduling))}
+	}
+	s.Scheduler, errs = contract.ParseScheduler(value, path(contract.SchedulerAnnotationKey))
+	onlyFor := func(key string, backend contract.Scheduler) bool {
+		if s.Scheduler != "" && s.Scheduler != backend {
+			errs = append(errs, field.Forbidden(path(key), fmt.Sprintf("applies only to scheduler %q, not %q", backend, s.Scheduler)))
+			return false
+		}
+		return true
+	}
+	if q, ok := a[contract.VolcanoQueueNameAnnotationKey]; ok && onlyFor(contract.VolcanoQueueNameAnnotationKey, contract.SchedulerVolcano) {
+		for _, msg := range validation.IsDNS1123Subdomain(q) {
+			errs = append(errs, field.Invalid(path(contract.VolcanoQueueNameAnnotationKey), q, msg))
+		}
+		s.Queue = q
+	}
+	if v, ok := a[contract.NetworkTopologyAnnotationKey]; ok && onlyFor(contract.NetworkTopologyAnnotationKey, contract.SchedulerVolcano) {
+		nt, nerrs := contract.ParseNetworkTopology(v, path(contract.NetworkTopologyAnnotationKey))
+		errs = append(errs, nerrs...)
+		s.NetworkTopology = &nt
+	}
+	if v, ok := a[contract.ScheduleTimeoutAnnotationKey]; ok && onlyFor(contract.ScheduleTimeoutAnnotationKey, contract.SchedulerCoscheduling) {
+		t, terrs := contract.ParseScheduleTimeout(v, path(contract.ScheduleTimeoutAnnotationKey))
+		errs = append(errs, terrs...)
+		s.ScheduleTimeoutSeconds = ptr.To(t)
+	}
+	return s, errs
+}
+
+// Gang is one PodGroup's worth of a JobSet: the ReplicatedJobs of one stage.
+type Gang struct {
+	// Name is the PodGroup's name: <jobset>, or <jobset>-stage-<i> when the JobSet is sequenced.
+	Name string
+	// Stage is the stage the gang schedules.
+	Stage contract.Stage
+	// Sequenced tells whether the JobSet has more than one stage (the PodGroup then carries
+	// the stage label).
+	Sequenced bool
+	// MinMember is Σ replicas × min(parallelism, completions) over the stage's ReplicatedJobs.
+	MinMember int32
+	// MinResources is the same sum of pod requests, as the scheduler counts them (init
+	// containers and overhead included).
+	MinResources corev1.ResourceList
+	// PriorityClassNames are the distinct priorityClassName of the stage's pod templates, in
+	// spec order ("" for a template without one).
+	PriorityClassNames []string
+}
+
+// Gangs are the JobSet's gangs, one per stage, or errors (with JobSet paths) when its stages
+// cannot be computed or a gang's name is not valid.
+func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, field.ErrorList) {
+	stages, errs := jobsets.Stages(js)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	sequenced := len(stages) > 1
+	var gangs []Gang
+	for _, st := range stages {
+		name, err := Name(js.Name, st.Index, sequenced)
+		if err != nil {
+			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), js.Name, err.Error())}
+		}
+		if scheduler == contract.SchedulerCoscheduling {
+			for _, msg := range validation.IsValidLabelValue(name) {
+				errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), js.Name,
+					fmt.Sprintf("makes the PodGroup name %q, which coscheduling needs as the value of the pod label %s: %s", name, contract.CoschedulingPodGroupLabelKey, msg)))
+			}
+		}
+		g := Gang{Name: name, Stage: st, Sequenced: sequenced, MinResources: corev1.ResourceList{}}
+		for _, rjName := range st.ReplicatedJobs {
+			rj := jobsets.ReplicatedJob(js, rjName)
+			pods := PodsPerJob(rj) * rj.Replicas
+			g.MinMember += pods
+			requests := resourcehelper.PodRequests(&corev1.Pod{Spec: rj.Template.Spec.Template.Spec}, resourcehelper.PodResourcesOptions{})
+			for res, q := range requests {
+				sum := g.MinResources[res]
+				for range pods {
+					sum.Add(q)
+				}
+				g.MinResources[res] = sum
+			}
+			if pc := rj.Template.Spec.Template.Spec.PriorityClassName; !slices.Contains(g.PriorityClassNames, pc) {
+				g.PriorityClassNames = append(g.PriorityClassNames, pc)
+			}
+		}
+		gangs = append(gangs, g)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return gangs, nil
+}
+
+// Name is the PodGroup name of stage i.
+func Name(jobSet string, stage int, sequenced bool) (string, error) {
+	if !sequenced {
+		return contract.PodGroupName(jobSet)
+	}
+	return contract.StagePodGroupName(jobSet, stage)
+}
+
+// StageLabel is the value of contract.PodGroupStageLabelKey for stage i.
+func StageLabel(stage int) string { return strconv.Itoa(stage) }
+
+// PodsPerJob is how many pods of one Job of the ReplicatedJob run at once: min(parallelism,
+// completions), parallelism 1 when unset, completions unset meaning parallelism.
+func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 {
+	spec := rj.Template.Spec
+	p := ptr.Deref(spec.Parallelism, 1)
+	if spec.Completions != nil && *spec.Completions < p {
+		return *spec.Completions
+	}
+	return p
+}
+
+// Inject names the gang in every pod template of the JobSet (the Volcano group-name
+// annotation and queue, or the coscheduling pod-group label) and sets schedulerName where it
+// is empty. It is idempotent.
+func Inject(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang, names SchedulerNames) {
+	for _, g := range gangs {
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			pt := &jobsets.ReplicatedJob(js, rjName).Template.Spec.Template
+			switch s.Scheduler {
+			case contract.SchedulerVolcano:
+				pt.Annotations = with(pt.Annotations, contract.VolcanoGroupNameAnnotationKey, g.Name)
+				if s.Queue != "" {
+					pt.Annotations = with(pt.Annotations, contract.VolcanoQueueNameAnnotationKey, s.Queue)
+				}
+			case contract.SchedulerCoscheduling:
+				pt.Labels = with(pt.Labels, contract.CoschedulingPodGroupLabelKey, g.Name)
+			}
+			if pt.Spec.SchedulerName == "" {
+				pt.Spec.SchedulerName = names.For(s.Scheduler)
+			}
+		}
+	}
+}
+
+// Admitted tells whether every pod template names its gang, that is, whether the mutating
+// webhook ran when the JobSet was created.
+func Admitted(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang) bool {
+	for _, g := range gangs {
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			pt := jobsets.ReplicatedJob(js, rjName).Template.Spec.Template
+			var got string
+			if s.Scheduler == contract.SchedulerCoscheduling {
+				got = pt.Labels[contract.CoschedulingPodGroupLabelKey]
+			} else {
+				got = pt.Annotations[contract.VolcanoGroupNameAnnotationKey]
+			}
+			if got != g.Name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// SchedulerNameErrors refuses pod templates whose schedulerName is some scheduler other than
+// the backend's.
+func SchedulerNameErrors(js *jobsetv1alpha2.JobSet, s Settings, names SchedulerNames) field.ErrorList {
+	want := names.For(s.Scheduler)
+	var errs field.ErrorList
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if got := rj.Template.Spec.Template.Spec.SchedulerName; got != "" && got != want {
+			errs = append(errs, field.Invalid(
+				field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template", "spec", "schedulerName"),
+				got, fmt.Sprintf("must be empty or %q: %s=%s gangs this JobSet's pods with %q", want, contract.SchedulerAnnotationKey, s.Scheduler, want)))
+		}
+	}
+	return errs
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}
+
+// PriorityClassReader gets PriorityClasses (a cached client).
+type PriorityClassReader interface {
+	PriorityClassValue(name string) (int32, bool)
+}
+
+// PriorityClass is the gang's PodGroup priorityClassName: the one class of its pod templates,
+// or, when they differ, the one with the highest value (a class that does not exist counts as
+// 0, and so does no class). warning is not empty when they differ, and says which won.
+func (g Gang) PriorityClass(classes PriorityClassReader) (name, warning string) {
+	if len(g.PriorityClassNames) == 1 {
+		return g.PriorityClassNames[0], ""
+	}
+	best, bestValue := "", int32(0)
+	for i, pc := range g.PriorityClassNames {
+		v := int32(0)
+		if pc != "" {
+			v, _ = classes.PriorityClassValue(pc)
+		}
+		if i == 0 || v > bestValue {
+			best, bestValue = pc, v
+		}
+	}
+	return best, fmt.Sprintf("the pod templates of PodGroup %s have different priorityClassName %q: the PodGroup gets %q, the highest-valued (%d)",
+		g.Name, g.PriorityClassNames, best, bestValue)
+}

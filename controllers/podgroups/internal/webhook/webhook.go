@@ -1,0 +1,120 @@
+// Package webhook holds the podgroups JobSet admission webhooks: on CREATE a mutating webhook
+// that names each pod template's gang (Volcano's group-name annotation and queue, or the
+// coscheduling pod-group label) and sets schedulerName where it is empty, and a validating
+// webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
+// keeps the podgroups annotations immutable. What they read and inject comes from package gang.
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// JobSetWebhook names the gangs in, and validates, JobSets that ask for gang scheduling.
+type JobSetWebhook struct {
+	// Names are the schedulerName of each backend.
+	Names gang.SchedulerNames
+	// Installed tells whether a backend's PodGroup CRD was served when the controller started.
+	Installed func(contract.Scheduler) bool
+	// Classes reads PriorityClass values, for the warning when a gang's templates differ.
+	Classes gang.PriorityClassReader
+}
+
+var (
+	_ admission.Defaulter[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
+	_ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
+)
+
+// Register serves the two webhooks on mgr's webhook server.
+func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
+	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w)
+}
+
+// Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
+// parse (validation refuses it) and any operation but CREATE (pod templates are immutable).
+func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
+		return nil
+	}
+	if !gang.Uses(js) {
+		return nil
+	}
+	s, errs := gang.Parse(js)
+	if len(errs) > 0 {
+		return nil
+	}
+	gangs, errs := gang.Gangs(js, s.Scheduler)
+	if len(errs) > 0 {
+		return nil
+	}
+	gang.Inject(js, s, gangs, w.Names)
+	return nil
+}
+
+// ValidateCreate refuses a JobSet whose gang settings are not valid, every problem a field
+// error in one response, and warns when a gang's pod templates have different priority classes.
+func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	warnings, errs := w.Validate(js)
+	return warnings, jobsets.Invalid(js, errs)
+}
+
+// ValidateUpdate keeps the podgroups annotations as they were created.
+func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	var errs field.ErrorList
+	for _, key := range gang.ImmutableKeys {
+		oldValue, oldOK := oldJS.Annotations[key]
+		newValue, newOK := newJS.Annotations[key]
+		if oldOK != newOK || oldValue != newValue {
+			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key), "is immutable"))
+		}
+	}
+	return nil, jobsets.Invalid(newJS, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// Validate is every problem of a new JobSet's gang settings: the annotations (gang.Parse), a
+// backend whose CRD is not installed, stages that cannot be computed, gang names that are too
+// long, and pod templates naming another scheduler; and the priority warnings.
+func (w *JobSetWebhook) Validate(js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
+	if !gang.Uses(js) {
+		return nil, nil
+	}
+	s, errs := gang.Parse(js)
+	if s.Scheduler == "" {
+		return nil, errs
+	}
+	if w.Installed != nil && !w.Installed(s.Scheduler) {
+		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler),
+			"this cluster's podgroups controller found no PodGroup CRD for this scheduler when it started: install the scheduler's CRDs and restart the controller, or pick another scheduler"))
+	}
+	errs = append(errs, gang.SchedulerNameErrors(js, s, w.Names)...)
+	gangs, gerrs := gang.Gangs(js, s.Scheduler)
+	errs = append(errs, gerrs...)
+	var warnings admission.Warnings
+	for _, g := range gangs {
+		if _, warning := g.PriorityClass(w.Classes); warning != "" {
+			warnings = append(warnings, warning)
+		}
+	}
+	return warnings, errs
+}
+
+// String is for logs.
+func (w *JobSetWebhook) String() string {
+	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)", w.Names.Volcano, w.Names.Coscheduling)
+}

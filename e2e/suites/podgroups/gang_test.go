@@ -1,0 +1,138 @@
+package podgroups_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// TestGang: on nodes with room for 3 pods, a JobSet of 4 pods gets 3 bound without the add-on,
+// and none with it (Volcano's scheduler, then coscheduling); once room for 3 more is added, all
+// 4 are bound together.
+func TestGang(t *testing.T) {
+	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling} {
+		f := framework.NamespacedFeature(fmt.Sprintf("%s: all of the gang or none of it", s), "gang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c := framework.Client(t, cfg)
+			ns := framework.NamespaceFrom(ctx)
+			addPoolNode(ctx, t, cfg, ns, ns+"-a", 3)
+
+			// Without the add-on: the default scheduler binds what fits.
+			plain := newJobSet(ns, "plain", "").replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			framework.CreateAll(ctx, t, c, plain)
+			framework.Eventually(ctx, t, time.Minute, "3 of 4 plain pods bound", func(ctx context.Context) (bool, string, error) {
+				ps := pods(ctx, t, c, ns, plain.Name)
+				return len(ps) == 4 && bound(ps) == 3, fmt.Sprintf("%d pods, %d bound", len(ps), bound(ps)), nil
+			})
+			if err := c.Delete(ctx, plain, client.PropagationPolicy("Foreground")); err != nil {
+				t.Fatal(err)
+			}
+			framework.Eventually(ctx, t, time.Minute, "plain pods gone", func(ctx context.Context) (bool, string, error) {
+				n := len(pods(ctx, t, c, ns, plain.Name))
+				return n == 0, fmt.Sprintf("%d pods", n), nil
+			})
+
+			// With it: none of 4 is bound where 3 fit.
+			js := newJobSet(ns, "gang", s).replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			framework.CreateAll(ctx, t, c, js)
+			checkPodGroup(ctx, t, c, ns, "gang", s, 4)
+			framework.Eventually(ctx, t, time.Minute, "4 gang pods created", func(ctx context.Context) (bool, string, error) {
+				n := len(pods(ctx, t, c, ns, js.Name))
+				return n == 4, fmt.Sprintf("%d pods", n), nil
+			})
+			for _, p := range pods(ctx, t, c, ns, js.Name) {
+				checkPodNamesGang(t, &p, s, "gang")
+			}
+			hold := time.Now().Add(8 * time.Second)
+			for time.Now().Before(hold) {
+				if n := bound(pods(ctx, t, c, ns, js.Name)); n > 0 {
+					t.Fatalf("%d pods of the gang were bound while only 3 of 4 fit", n)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+
+			// Room for all: bound together.
+			addPoolNode(ctx, t, cfg, ns, ns+"-b", 3)
+			framework.Eventually(ctx, t, 90*time.Second, "all 4 gang pods bound", func(ctx context.Context) (bool, string, error) {
+				ps := pods(ctx, t, c, ns, js.Name)
+				return len(ps) == 4 && bound(ps) == 4, fmt.Sprintf("%d pods, %d bound", len(ps), bound(ps)), nil
+			})
+			var at []time.Time
+			for _, p := range pods(ctx, t, c, ns, js.Name) {
+				for _, cond := range p.Status.Conditions {
+					if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+						at = append(at, cond.LastTransitionTime.Time)
+					}
+				}
+			}
+			if len(at) == 4 {
+				spread := slices.MaxFunc(at, time.Time.Compare).Sub(slices.MinFunc(at, time.Time.Compare))
+				t.Logf("%s: 4 pods bound within %s of each other", s, spread)
+				if spread > 3*time.Second {
+					t.Errorf("the gang's pods were bound %s apart; want together", spread)
+				}
+			}
+			return ctx
+		})
+		testenv.Test(t, f)
+	}
+}
+
+// checkPodGroup checks the PodGroup of a JobSet of pods of the suite's requests against a hand
+// computation: minMember, minResources, and (Volcano) the default queue.
+func checkPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string, s contract.Scheduler, members int) {
+	t.Helper()
+	var got int32
+	var res corev1.ResourceList
+	var labels map[string]string
+	if s == contract.SchedulerVolcano {
+		pg := volcanoPodGroup(ctx, t, c, ns, name)
+		got, labels = pg.Spec.MinMember, pg.Labels
+		if pg.Spec.MinResources != nil {
+			res = *pg.Spec.MinResources
+		}
+		if pg.Spec.Queue != "default" {
+			t.Errorf("queue = %q, want default", pg.Spec.Queue)
+		}
+	} else {
+		pg := coschedPodGroup(ctx, t, c, ns, name)
+		got, res, labels = pg.Spec.MinMember, pg.Spec.MinResources, pg.Labels
+	}
+	if got != int32(members) {
+		t.Errorf("PodGroup %s minMember = %d, want %d", name, got, members)
+	}
+	expectResources(t, res, members)
+	if labels[contract.ManagedByLabelKey] != contract.PodGroupsManagedByValue {
+		t.Errorf("PodGroup %s labels %v: no managed-by", name, labels)
+	}
+}
+
+// checkPodNamesGang checks that a pod names its gang and scheduler.
+func checkPodNamesGang(t *testing.T, p *corev1.Pod, s contract.Scheduler, group string) {
+	t.Helper()
+	switch s {
+	case contract.SchedulerVolcano:
+		if got := p.Annotations[contract.VolcanoGroupNameAnnotationKey]; got != group {
+			t.Errorf("pod %s group-name = %q, want %q", p.Name, got, group)
+		}
+		if p.Spec.SchedulerName != testbed.VolcanoSchedulerName {
+			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
+		}
+	case contract.SchedulerCoscheduling:
+		if got := p.Labels[contract.CoschedulingPodGroupLabelKey]; got != group {
+			t.Errorf("pod %s pod-group = %q, want %q", p.Name, got, group)
+		}
+		if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
+			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package podgroups_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// Each pod of the suite's JobSets requests, as the scheduler counts it, 1 CPU and 1Gi: its
+// container asks for 500m and 1Gi, its init container for 1 CPU and 512Mi (max of the two).
+var (
+	podCPU    = resource.MustParse("1")
+	podMemory = resource.MustParse("1Gi")
+)
+
+// jobSet builds a JobSet for the suite.
+type jobSet struct{ *jobsetv1alpha2.JobSet }
+
+// newJobSet is a JobSet gang-scheduled by scheduler ("" for none).
+func newJobSet(ns, name string, scheduler contract.Scheduler) jobSet {
+	j := jobSet{&jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+	if scheduler != "" {
+		j.annotate(contract.SchedulerAnnotationKey, string(scheduler))
+	}
+	return j
+}
+
+func (j jobSet) annotate(key, value string) jobSet {
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[key] = value
+	return j
+}
+
+// replicated adds an Indexed ReplicatedJob of replicas Jobs of pods pods each (all at once, no
+// retries) that run for run (kwok's delay).
+func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet {
+	j.Spec.ReplicatedJobs = append(j.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
+		Name: name, Replicas: replicas,
+		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+					}}},
+					Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+					}}},
+				},
+			},
+		}},
+	})
+	return j
+}
+
+// onPool keeps every pod of the JobSet on the suite's tainted nodes of pool.
+func (j jobSet) onPool(pool string) jobSet {
+	for i := range j.Spec.ReplicatedJobs {
+		spec := &j.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		spec.NodeSelector = map[string]string{poolLabel: pool}
+		spec.Tolerations = []corev1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return j
+}
+
+const poolLabel = "podgroups-e2e/pool"
+
+// addPoolNode adds a fake node to pool with room for podsRoom pods, tainted so that only the
+// pool's pods land there, and removes it when the test ends.
+func addPoolNode(ctx context.Context, t *testing.T, cfg *envconf.Config, pool, name string, podsRoom int) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: *resource.NewQuantity(int64(podsRoom), resource.DecimalSI),
+	}
+	taint := corev1.Taint{Key: poolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule}
+	if err := testbed.AddNode(ctx, cs, name, map[string]string{poolLabel: pool}, []corev1.Taint{taint}, alloc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// pods are the JobSet's pods.
+func pods(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// bound counts the pods given a node.
+func bound(ps []corev1.Pod) int {
+	n := 0
+	for _, p := range ps {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// podGroupNames are the PodGroups of the scheduler's kind in ns labelled with the JobSet.
+func podGroupNames(ctx context.Context, c client.Client, ns, jobSet string, s contract.Scheduler) ([]string, error) {
+	var names []string
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}}
+	if s == contract.SchedulerVolcano {
+		var l volcanov1beta1.PodGroupList
+		if err := c.List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		for _, pg := range l.Items {
+			names = append(names, pg.Name)
+		}
+	} else {
+		var l coschedv1alpha1.PodGroupList
+		if err := c.List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		for _, pg := range l.Items {
+			names = append(names, pg.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// waitPodGroups waits until the JobSet's PodGroups are exactly want.
+func waitPodGroups(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, s contract.Scheduler, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("PodGroups of %s = %v", jobSet, want), func(ctx context.Context) (bool, string, error) {
+		got, err := podGroupNames(ctx, c, ns, jobSet, s)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return slices.Equal(got, want), fmt.Sprint(got), nil
+	})
+}
+
+// volcanoPodGroup waits for the Volcano PodGroup and returns it.
+func volcanoPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *volcanov1beta1.PodGroup {
+	t.Helper()
+	pg := &volcanov1beta1.PodGroup{}
+	framework.Eventually(ctx, t, time.Minute, "Volcano PodGroup "+name, func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
+		return err == nil, fmt.Sprint(err), nil
+	})
+	return pg
+}
+
+// coschedPodGroup waits for the coscheduling PodGroup and returns it.
+func coschedPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *coschedv1alpha1.PodGroup {
+	t.Helper()
+	pg := &coschedv1alpha1.PodGroup{}
+	framework.Eventually(ctx, t, time.Minute, "coscheduling PodGroup "+name, func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
+		return err == nil, fmt.Sprint(err), nil
+	})
+	return pg
+}
+
+// times multiplies a quantity.
+func times(q resource.Quantity, n int) resource.Quantity {
+	out := resource.Quantity{Format: q.Format}
+	for range n {
+		out.Add(q)
+	}
+	return out
+}
+
+// expectResources checks a PodGroup's minResources against n pods of the suite's requests.
+func expectResources(t *testing.T, got corev1.ResourceList, n int) {
+	t.Helper()
+	for name, per := range map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: podCPU, corev1.ResourceMemory: podMemory} {
+		want := times(per, n)
+		if q, ok := got[name]; !ok || q.Cmp(want) != 0 {
+			t.Errorf("minResources[%s] = %v, want %s (%d pods)", name, got[name], want.String(), n)
+		}
+	}
+}
+
+// waitEvent waits for an Event of reason about the JobSet.
+func waitEvent(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, reason string) {
+	t.Helper()
+	framework.Eventually(ctx, t, time.Minute, "event "+reason, func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return false, err.Error(), nil
+		}
+		reasons, err := framework.EventReasons(ctx, c, js)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return reasons[reason] > 0, fmt.Sprint(reasons), nil
+	})
+}
