@@ -3,11 +3,15 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
 )
 
 // EventReasons counts the reasons of the Events about obj.
@@ -54,4 +58,35 @@ func CreateRefused(ctx context.Context, t *testing.T, c client.Client, obj clien
 		t.Fatalf("error %v has no field causes", err)
 	}
 	return paths, err
+}
+
+// warnings collects the apiserver's warning headers.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+// CreateWithWarnings creates obj and returns the warnings its admission answered with (the
+// webhooks' admission warnings among them).
+func CreateWithWarnings(ctx context.Context, t *testing.T, cfg *envconf.Config, obj client.Object) []string {
+	t.Helper()
+	w := &warnings{}
+	rc := rest.CopyConfig(cfg.Client().RESTConfig())
+	rc.WarningHandlerWithContext = w
+	c, err := client.New(rc, client.Options{Scheme: Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatalf("creating %s: %v", obj.GetName(), err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.list)
 }

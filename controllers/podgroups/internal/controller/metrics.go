@@ -32,4 +32,10 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(podGroupsCreated, podGroupsUpdated, podGroupsDeleted, reconcileErrors, reconcileDuration)
+	// Every series from the start, at 0, so that a rate() over them works before the first event.
+	for _, s := range []string{"volcano", "coscheduling"} {
+		for _, c := range []*prometheus.CounterVec{podGroupsCreated, podGroupsUpdated, podGroupsDeleted} {
+			c.WithLabelValues(s)
+		}
+	}
 }

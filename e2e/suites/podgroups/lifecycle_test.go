@@ -1,0 +1,214 @@
+package podgroups_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// TestStages: a JobSet sequenced InOrder (by the sequencer) gets one Volcano PodGroup per stage.
+// Stage 1's PodGroup appears only once stage 0 completed (its pods were held back until then,
+// so a PodGroup earlier would only hold queue), stage 0's goes once stage 0 finished, the
+// stages run one after another without deadlock, and none is left when the JobSet completes.
+func TestStages(t *testing.T) {
+	f := framework.NamespacedFeature("one PodGroup per stage, each for as long as its stage runs", "stages", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "train", contract.SchedulerVolcano).
+			annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder)).
+			replicated("init", 1, 2, "3s").replicated("main", 2, 2, "3s").JobSet
+		framework.CreateAll(ctx, t, c, js)
+		stage0, stage1 := "train-stage-0", "train-stage-1"
+		checkPodGroup(ctx, t, c, ns, stage0, contract.SchedulerVolcano, 2)
+
+		// Watch until the JobSet completes: when each PodGroup is seen, and when stage 0 is.
+		seen := map[string]time.Time{}
+		var initDone time.Time
+		var stage0GoneWhileMainRuns bool
+		framework.Eventually(ctx, t, 3*time.Minute, "JobSet completes", func(ctx context.Context) (bool, string, error) {
+			now := time.Now()
+			names, err := podGroupNames(ctx, c, ns, js.Name, contract.SchedulerVolcano)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var jobs batchv1.JobList
+			if err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+				return false, err.Error(), nil
+			}
+			complete := map[string]int{}
+			for i := range jobs.Items {
+				if jobsets.JobHas(&jobs.Items[i], batchv1.JobComplete) {
+					complete[jobs.Items[i].Labels[contract.ReplicatedJobNameLabelKey]]++
+				}
+			}
+			if complete["init"] == 1 && initDone.IsZero() {
+				initDone = now
+			}
+			for _, n := range names {
+				if _, ok := seen[n]; !ok {
+					seen[n] = now
+				}
+			}
+			if slices.Contains(names, stage1) && !slices.Contains(names, stage0) && complete["main"] < 2 {
+				stage0GoneWhileMainRuns = true
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+				return false, err.Error(), nil
+			}
+			return jobsets.Finished(js), fmt.Sprintf("PodGroups %v, complete Jobs %v", names, complete), nil
+		})
+		if !jobsets.Finished(js) || js.Status.TerminalState != string(jobsetv1alpha2.JobSetCompleted) {
+			t.Fatalf("JobSet ended %q, want Completed", js.Status.TerminalState)
+		}
+		if seen[stage1].IsZero() {
+			t.Fatalf("stage 1's PodGroup was never seen (seen %v)", seen)
+		}
+		if seen[stage1].Before(initDone) {
+			t.Errorf("stage 1's PodGroup appeared at %s, before stage 0 completed at %s", seen[stage1].Format(time.StampMilli), initDone.Format(time.StampMilli))
+		}
+		t.Logf("stage 0 completed at %s; stage 1's PodGroup seen at %s (+%s)", initDone.Format(time.StampMilli), seen[stage1].Format(time.StampMilli), seen[stage1].Sub(initDone).Round(time.Millisecond))
+		if !stage0GoneWhileMainRuns {
+			t.Errorf("stage 0's PodGroup was never seen gone while stage 1 ran")
+		}
+		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano)
+		reasons, err := framework.EventReasons(ctx, c, js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reasons["PodGroupCreated"] != 2 || reasons["PodGroupDeleted"] != 2 {
+			t.Errorf("events %v: want 2 PodGroupCreated and 2 PodGroupDeleted", reasons)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestSuspendChangeResume: a suspended JobSet has its coscheduling PodGroup; when its
+// parallelism changes while suspended (as Kueue changes it), the PodGroup follows; resumed, the
+// JobSet runs with the new size and, once finished, leaves no PodGroup.
+func TestSuspendChangeResume(t *testing.T) {
+	f := framework.NamespacedFeature("suspend, change, resume", "PodGroup follows the JobSet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "elastic", contract.SchedulerCoscheduling).
+			annotate(contract.ScheduleTimeoutAnnotationKey, "30").
+			replicated("w", 1, 2, "2s").JobSet
+		js.Spec.Suspend = ptr.To(true)
+		framework.CreateAll(ctx, t, c, js)
+		pg := coschedPodGroup(ctx, t, c, ns, "elastic")
+		if pg.Spec.MinMember != 2 || ptr.Deref(pg.Spec.ScheduleTimeoutSeconds, 0) != 30 {
+			t.Fatalf("PodGroup spec %+v: want minMember 2, scheduleTimeoutSeconds 30", pg.Spec)
+		}
+		expectResources(t, pg.Spec.MinResources, 2)
+
+		changed := time.Now()
+		if err := retryUpdate(ctx, c, js, func() {
+			js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
+			js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](3)
+		}); err != nil {
+			t.Fatalf("changing parallelism while suspended: %v", err)
+		}
+		framework.Eventually(ctx, t, 30*time.Second, "PodGroup minMember 3", func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+			return err == nil && pg.Spec.MinMember == 3, fmt.Sprintf("minMember %d, %v", pg.Spec.MinMember, err), nil
+		})
+		t.Logf("PodGroup updated %s after the change", time.Since(changed).Round(time.Millisecond))
+		expectResources(t, pg.Spec.MinResources, 3)
+		waitEvent(ctx, t, c, js, "PodGroupUpdated")
+
+		if err := retryUpdate(ctx, c, js, func() { js.Spec.Suspend = ptr.To(false) }); err != nil {
+			t.Fatal(err)
+		}
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		if n := len(pods(ctx, t, c, ns, js.Name)); n != 3 {
+			t.Errorf("%d pods ran, want 3", n)
+		}
+		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerCoscheduling)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			t.Fatalf("the JobSet itself must stay: %v", err)
+		}
+		waitEvent(ctx, t, c, js, "PodGroupDeleted")
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestVolcanoFields: a Volcano JobSet with a queue, network topology and two priority classes
+// gets a PodGroup with that queue and the higher class (admission warns about the two), and one
+// Warning that Volcano v1.10.0's CRD dropped networkTopology, with no update loop after it.
+func TestVolcanoFields(t *testing.T) {
+	f := framework.NamespacedFeature("queue, priority and network topology", "PodGroup fields", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		high, low := ns+"-high", ns+"-low"
+		for name, v := range map[string]int32{high: 1000, low: 10} {
+			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v}
+			if err := c.Create(ctx, pc); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), pc) })
+		}
+		js := newJobSet(ns, "fields", contract.SchedulerVolcano).
+			annotate(contract.VolcanoQueueNameAnnotationKey, "default").
+			annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft, highestTierAllowed: 2}").
+			replicated("a", 1, 1, "30s").replicated("b", 1, 1, "30s").JobSet
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = low
+		js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = high
+		warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
+		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, high) && strings.Contains(w, low) }) {
+			t.Errorf("admission warnings %q: want one naming both priority classes", warnings)
+		}
+		pg := volcanoPodGroup(ctx, t, c, ns, "fields")
+		if pg.Spec.PriorityClassName != high || pg.Spec.Queue != "default" || pg.Spec.MinMember != 2 {
+			t.Errorf("PodGroup spec priorityClassName %q, queue %q, minMember %d: want %q, default, 2", pg.Spec.PriorityClassName, pg.Spec.Queue, pg.Spec.MinMember, high)
+		}
+		for _, p := range pods(ctx, t, c, ns, js.Name) {
+			if p.Annotations[contract.VolcanoQueueNameAnnotationKey] != "default" {
+				t.Errorf("pod %s has no queue annotation: %v", p.Name, p.Annotations)
+			}
+		}
+		waitEvent(ctx, t, c, js, "NetworkTopologyDropped")
+		// Volcano writes the PodGroup's status meanwhile; podgroups must not rewrite its spec.
+		time.Sleep(3 * time.Second)
+		reasons, err := framework.EventReasons(ctx, c, js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reasons["PodGroupUpdated"] > 0 || reasons["PodGroupCreated"] != 1 || reasons["NetworkTopologyDropped"] != 1 {
+			t.Errorf("events %v: want one PodGroupCreated, one NetworkTopologyDropped and no update after the CRD dropped networkTopology", reasons)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// retryUpdate applies change to the latest JobSet until the update does not conflict.
+func retryUpdate(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet, change func()) error {
+	var err error
+	for range 10 {
+		if err = c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return err
+		}
+		change()
+		if err = c.Update(ctx, js); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
