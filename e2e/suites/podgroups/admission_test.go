@@ -40,17 +40,23 @@ func TestBadInputRefused(t *testing.T) {
 		{"empty scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
 		{"topology without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
 		{"queue for coscheduling", func(j jobSet) jobSet { return cosched(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
-		{"topology for coscheduling", func(j jobSet) jobSet { return cosched(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft}") }, []string{topologyPath}},
+		{"topology for coscheduling", func(j jobSet) jobSet {
+			return cosched(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft}")
+		}, []string{topologyPath}},
 		{"timeout for Volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.ScheduleTimeoutAnnotationKey, "60") }, []string{timeoutPath}},
 		{"timeout zero", func(j jobSet) jobSet { return cosched(j).annotate(contract.ScheduleTimeoutAnnotationKey, "0") }, []string{timeoutPath}},
 		{"timeout not a number", func(j jobSet) jobSet { return cosched(j).annotate(contract.ScheduleTimeoutAnnotationKey, "10m") }, []string{timeoutPath}},
-		{"topology mode", func(j jobSet) jobSet { return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: medium}") }, []string{topologyPath + ".mode"}},
+		{"topology mode", func(j jobSet) jobSet {
+			return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: medium}")
+		}, []string{topologyPath + ".mode"}},
 		{"topology tier", func(j jobSet) jobSet {
 			return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, `{"mode":"hard","highestTierAllowed":0}`)
 		}, []string{topologyPath + ".highestTierAllowed"}},
 		{"topology unknown field", func(j jobSet) jobSet { return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{tier: 2}") }, []string{topologyPath + ".tier"}},
 		{"topology not an object", func(j jobSet) jobSet { return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "[hard]") }, []string{topologyPath}},
-		{"queue not a name", func(j jobSet) jobSet { return volcano(j).annotate(contract.VolcanoQueueNameAnnotationKey, "Research_Queue") }, []string{queuePath}},
+		{"queue not a name", func(j jobSet) jobSet {
+			return volcano(j).annotate(contract.VolcanoQueueNameAnnotationKey, "Research_Queue")
+		}, []string{queuePath}},
 		{"another scheduler in a template", func(j jobSet) jobSet {
 			j = volcano(j)
 			j.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "default-scheduler"
