@@ -154,6 +154,10 @@ bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a b
 bench-sequencer: build testbed-bins $(TESTBEDCTL) ## sequencer hand-off against upstream JobSet dependsOn, same run; prints a table
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench Sequencer -benchtime 1x -timeout 30m ./bench/...'
 
+.PHONY: bench-podgroups
+bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare client; update while suspended; prints a table
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/...'
+
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
 	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/

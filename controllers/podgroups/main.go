@@ -57,7 +57,7 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 20, "JobSets reconciled at once")
+			fs.IntVar(&concurrency, "concurrent-reconciles", 50, "JobSets reconciled at once (a reconcile mostly waits on one API call: many at once keep up with JobSets admitted in bursts)")
 			fs.StringVar(&names.Volcano, "volcano-scheduler-name", "volcano", "schedulerName given to the pods of JobSets gang-scheduled by Volcano")
 			fs.StringVar(&names.Coscheduling, "coscheduling-scheduler-name", "scheduler-plugins-scheduler", "schedulerName given to the pods of JobSets gang-scheduled by coscheduling")
 			fs.StringVar(&defaultQueue, "volcano-default-queue", "default", "Volcano queue of a JobSet that names none (Volcano's own default queue)")

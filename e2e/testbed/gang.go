@@ -65,19 +65,12 @@ func StartGangSchedulers(ctx context.Context, c Config, log func(string, ...any)
 			return fmt.Errorf("%s is missing: run `make testbed-bins` first", c.Bin(b))
 		}
 	}
+	if err := InstallGangCRDs(ctx, c); err != nil {
+		return err
+	}
 	rc, err := c.RESTConfig()
 	if err != nil {
 		return err
-	}
-	for dir, names := range gangCRDs {
-		if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "-f", c.Bin(dir)); err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := waitCRDEstablished(ctx, rc, n); err != nil {
-				return err
-			}
-		}
 	}
 	p := c.Ports()
 	dir := filepath.Join(c.WorkDir, "gang")
@@ -154,6 +147,26 @@ profiles:
 			return fmt.Errorf("scheduler-plugins' scheduler did not become healthy; see %s", logPath)
 		}
 		log("scheduler-plugins scheduler running (schedulerName %s, Coscheduling)", CoschedulingSchedulerName)
+	}
+	return nil
+}
+
+// InstallGangCRDs installs Volcano's and scheduler-plugins' CRDs (from their modules, copied to
+// bin/testbed by `make testbed-bins`) and waits until they are served.
+func InstallGangCRDs(ctx context.Context, c Config) error {
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	for dir, names := range gangCRDs {
+		if err := run(ctx, c, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "-f", c.Bin(dir)); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := waitCRDEstablished(ctx, rc, n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

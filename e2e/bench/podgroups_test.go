@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// The podgroups controller's own defaults (controllers/podgroups/main.go), which the bare
+// client below gets too.
+const pgQPS, pgBurst = 200, 400
+
+var volcanoPodGroupList = volcanov1beta1.SchemeGroupVersion.WithKind("PodGroupList")
+
+// BenchmarkPodGroups runs the podgroups controller on the testbed (Volcano's CRDs installed; no
+// gang scheduler runs, so that none adds load) and prints its table. PODGROUPS_BENCH=create,update
+// picks some scenarios.
+func BenchmarkPodGroups(b *testing.B) {
+	ctx := context.Background()
+	_, _, tb := clients(b)
+	if err := testbed.InstallGangCRDs(ctx, tb); err != nil {
+		b.Fatal(err)
+	}
+	runAddonBench(b, "podgroups", []scenario{
+		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.tb) }},
+		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c) }},
+	})
+}
+
+// gangJobSet is a suspended Volcano JobSet of one Indexed ReplicatedJob: 2 Jobs of pods pods.
+func gangJobSet(ns, name string, pods int32) *jobsetv1alpha2.JobSet {
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerVolcano)}},
+		Spec: jobsetv1alpha2.JobSetSpec{
+			Suspend: ptr.To(true),
+			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+				Name: "w", Replicas: 2,
+				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+					Parallelism: ptr.To(pods), Completions: ptr.To(pods), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+						}}},
+					}},
+				}},
+			}},
+		},
+	}
+}
+
+// podGroupsVersusBare: 500 suspended Volcano JobSets. First the end-to-end figures: from the
+// first JobSet create until all 500 PodGroups exist, with the JobSets' own admission, and each
+// PodGroup's lag behind its JobSet. Then the controller's own rate, against a bare client: the
+// controller is stopped, the 500 PodGroups deleted, and the controller started again; from its
+// start until all 500 exist again, against a bare client-go loop creating 500 PodGroups with
+// the controller's QPS and burst.
+func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) []row {
+	const n = 500
+	bareNS := namespace(ctx, b, c, "bench-pg-bare")
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS, rc.Burst = pgQPS, pgBurst
+	bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := createParallel(n, 16, func(i int) error {
+		return bare.Create(ctx, &volcanov1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: bareNS, Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}},
+			Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	bareTime := timeUntil(ctx, b, c, start, volcanoPodGroupList, bareNS, client.MatchingLabels{"bench": "bare"}, n)
+
+	ns := namespace(ctx, b, c, "bench-pg")
+	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := newArrivals()
+	for kind, list := range map[string]client.ObjectList{"jobset": &jobsetv1alpha2.JobSetList{}, "podgroup": &volcanov1beta1.PodGroupList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Stop()
+		go seen.record(kind, w)
+	}
+	start = time.Now()
+	if err := createParallel(n, 8, func(i int) error { return c.Create(ctx, gangJobSet(ns, fmt.Sprintf("pg-%d", i), 2)) }); err != nil {
+		b.Fatal(err)
+	}
+	admitted := time.Since(start)
+	endToEnd := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
+	time.Sleep(time.Second) // the watch may trail the list
+	lags := seen.pairLags("jobset/", "podgroup/")
+
+	// The controller's own rate, from a start with 500 JobSets and no PodGroup.
+	if err := testbed.StopAddon(ctx, tb, "podgroups"); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.DeleteAllOf(ctx, &volcanov1beta1.PodGroup{}, client.InNamespace(ns), ours); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return countObjects(ctx, c, volcanoPodGroupList, ns, ours) == 0, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	start = time.Now()
+	if err := testbed.StartAddon(ctx, tb, "podgroups", nil, addonArgs()...); err != nil {
+		b.Fatal(err)
+	}
+	started := time.Since(start)
+	first := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, 1)
+	restart := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
+	return []row{
+		{
+			what:     fmt.Sprintf("%d PodGroups made from a controller start, QPS %d", n, pgQPS),
+			ours:     restart.Round(time.Millisecond).String(),
+			baseline: bareTime.Round(time.Millisecond).String() + " bare",
+			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/restart.Seconds()),
+			target:   "ratio >= 0.9",
+		},
+		{what: "  of which the process started and answered readyz", ours: started.Round(time.Millisecond).String(), target: "-"},
+		{what: "  the first PodGroup made (caches synced, leader elected)", ours: first.Round(time.Millisecond).String(), target: "-"},
+		{what: "  from the first PodGroup to the last", ours: (restart - first).Round(time.Millisecond).String(), baseline: bareTime.Round(time.Millisecond).String() + " bare",
+			ratio: fmt.Sprintf("%.2f", bareTime.Seconds()/(restart-first).Seconds()), target: "-"},
+		{what: fmt.Sprintf("%d JobSets created to %d PodGroups, end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", n), ours: admitted.Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  PodGroup minus its JobSet's arrival, p50/p99 (%d)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
+	}
+}
+
+// pairLags is, for every object first seen under prefix a and one of the same name under b,
+// the time from a's arrival to b's.
+func (a *arrivals) pairLags(pa, pb string) []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var lags []time.Duration
+	for key, t := range a.when {
+		if len(key) > len(pa) && key[:len(pa)] == pa {
+			if tb, ok := a.when[pb+key[len(pa):]]; ok {
+				lags = append(lags, tb.Sub(t))
+			}
+		}
+	}
+	return lags
+}
+
+// updateWhileSuspended: 100 suspended JobSets change parallelism from 2 to 3 (as Kueue does),
+// 10 per second; for each, the time from the update's answer until a watch shows its PodGroup
+// at minMember 6.
+func updateWhileSuspended(ctx context.Context, b *testing.B, c client.Client) []row {
+	const n = 100
+	ns := namespace(ctx, b, c, "bench-pg-update")
+	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
+	if err := createParallel(n, 8, func(i int) error { return c.Create(ctx, gangJobSet(ns, fmt.Sprintf("up-%d", i), 2)) }); err != nil {
+		b.Fatal(err)
+	}
+	timeUntil(ctx, b, c, time.Now(), volcanoPodGroupList, ns, ours, n)
+
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &volcanov1beta1.PodGroupList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	grown := map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if pg, ok := ev.Object.(*volcanov1beta1.PodGroup); ok && pg.Spec.MinMember == 6 {
+				mu.Lock()
+				if _, ok := grown[pg.Name]; !ok {
+					grown[pg.Name] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	changed := map[string]time.Time{}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := range n {
+		<-tick.C
+		js := &jobsetv1alpha2.JobSet{}
+		name := fmt.Sprintf("up-%d", i)
+		for {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js); err != nil {
+				b.Fatal(err)
+			}
+			js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
+			js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](3)
+			err := c.Update(ctx, js)
+			if err == nil {
+				break
+			}
+			if !apierrors.IsConflict(err) {
+				b.Fatal(err)
+			}
+		}
+		changed[name] = time.Now()
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(grown) == n, nil
+	}); err != nil {
+		b.Fatalf("PodGroups updated: %d of %d", len(grown), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lags []time.Duration
+	for name, at := range changed {
+		lags = append(lags, grown[name].Sub(at))
+	}
+	return []row{{
+		what:   fmt.Sprintf("spec change while suspended to PodGroup updated, p50/p99 (%d)", n),
+		ours:   quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(),
+		target: "p99 <= 1s",
+	}}
+}
