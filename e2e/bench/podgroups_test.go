@@ -88,7 +88,7 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	if err := createParallel(n, 16, func(i int) error {
 		return bare.Create(ctx, &volcanov1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: bareNS, Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}},
-			Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+			Spec:       volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
 		})
 	}); err != nil {
 		b.Fatal(err)
