@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
@@ -81,4 +83,28 @@ func CreateAll(ctx context.Context, t *testing.T, c client.Client, objs ...clien
 			t.Fatalf("creating %T %s: %v", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
+}
+
+// Example reads examples/dir/file, with every namespaced object put into namespace ns, and
+// returns its JobSet (the last one, when there are several) and all its objects.
+func Example(t *testing.T, dir, file, ns string) (*jobsetv1alpha2.JobSet, []client.Object) {
+	t.Helper()
+	root, err := testbed.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := Objects(t, filepath.Join(root, "examples", dir, file))
+	var js *jobsetv1alpha2.JobSet
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			o.SetNamespace(ns)
+		}
+		if j, ok := o.(*jobsetv1alpha2.JobSet); ok {
+			js = j
+		}
+	}
+	if js == nil {
+		t.Fatalf("%s holds no JobSet", file)
+	}
+	return js, objs
 }

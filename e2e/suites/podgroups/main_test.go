@@ -24,6 +24,9 @@ import (
 
 const addonName = "podgroups"
 
+// addonArgs: a short lease, so that a podgroups killed by a test is followed within seconds.
+var addonArgs = []string{"--log-level=2", "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
+
 var testenv env.Environment
 
 func TestMain(m *testing.M) {
@@ -39,7 +42,7 @@ func TestMain(m *testing.M) {
 		})
 	})
 	e = framework.WithAddon(e, "sequencer", nil)
-	testenv = framework.WithAddon(e, addonName, probe, "--log-level=2")
+	testenv = framework.WithAddon(e, addonName, probe, addonArgs...)
 	os.Exit(testenv.Run(m))
 }
 

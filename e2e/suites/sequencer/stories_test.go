@@ -2,7 +2,6 @@ package sequencer_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,29 +12,13 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // example reads a JobSet (and what comes with it) from examples/sequencer into namespace ns.
 func example(t *testing.T, file, ns string) (*jobsetv1alpha2.JobSet, []client.Object) {
 	t.Helper()
-	root, err := testbed.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := framework.Objects(t, filepath.Join(root, "examples", "sequencer", file))
-	var js *jobsetv1alpha2.JobSet
-	for _, o := range objs {
-		o.SetNamespace(ns)
-		if j, ok := o.(*jobsetv1alpha2.JobSet); ok {
-			js = j
-		}
-	}
-	if js == nil {
-		t.Fatalf("%s holds no JobSet", file)
-	}
-	return js, objs
+	return framework.Example(t, "sequencer", file, ns)
 }
 
 // TestKEP672Story: the Node pods of examples/sequencer/kep-672-initializer-then-node.yaml stay
