@@ -2,9 +2,13 @@ module github.com/jobset-addons/jobset-addons/e2e
 
 go 1.26.0
 
-replace github.com/jobset-addons/jobset-addons/pkg/contract => ../pkg/contract
+replace (
+	github.com/jobset-addons/jobset-addons/pkg/addon => ../pkg/addon
+	github.com/jobset-addons/jobset-addons/pkg/contract => ../pkg/contract
+)
 
 require (
+	github.com/jobset-addons/jobset-addons/pkg/addon v0.0.0
 	github.com/jobset-addons/jobset-addons/pkg/contract v0.0.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -72,7 +76,7 @@ require (
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/component-base v0.37.0 // indirect
+	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/streaming v0.37.2 // indirect
