@@ -5,6 +5,7 @@
 package jobsets
 
 import (
+	"context"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,7 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -108,4 +112,26 @@ func Invalid(js *jobsetv1alpha2.JobSet, errs field.ErrorList) error {
 		return nil
 	}
 	return apierrors.NewInvalid(jobsetv1alpha2.GroupVersion.WithKind("JobSet").GroupKind(), js.Name, errs)
+}
+
+// JobSetOf maps an object labelled with its JobSet's name (a Job, a Pod) to a reconcile
+// request for that JobSet: a handler.MapFunc.
+func JobSetOf(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[contract.JobSetNameLabelKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// NameIndex is a field index of objects by their JobSet's name (the JobSetNameLabelKey label):
+// register it with IndexByName, list with client.MatchingFields{NameIndex: name}.
+const NameIndex = "jobsetName"
+
+// IndexByName is the NameIndex of an object: its JobSet's name, if it has one.
+func IndexByName(o client.Object) []string {
+	if n := o.GetLabels()[contract.JobSetNameLabelKey]; n != "" {
+		return []string{n}
+	}
+	return nil
 }

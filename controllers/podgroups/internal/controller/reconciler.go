@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
@@ -37,8 +35,8 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// JobSetNameIndex indexes Jobs and PodGroups by their JobSet's name (JobSetNameLabelKey).
-const JobSetNameIndex = "jobsetName"
+// JobSetNameIndex indexes Jobs and PodGroups by their JobSet's name.
+const JobSetNameIndex = jobsets.NameIndex
 
 // Reconciler reconciles JobSets that ask for gang scheduling.
 type Reconciler struct {
@@ -64,16 +62,9 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.S
 		objs = append(objs, b.New())
 	}
 	for _, o := range objs {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, byJobSet); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
 			return fmt.Errorf("indexing %T: %w", o, err)
 		}
-	}
-	return nil
-}
-
-func byJobSet(o client.Object) []string {
-	if n := o.GetLabels()[contract.JobSetNameLabelKey]; n != "" {
-		return []string{n}
 	}
 	return nil
 }
@@ -89,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroups").
 		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(uses)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobSetOf), builder.WithPredicates(jobChanged())).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
 		b = b.Owns(r.Installed[s].New())
@@ -109,25 +100,10 @@ func jobChanged() predicate.Predicate {
 	}
 }
 
-// jobSetOf maps a Job of a JobSet to the JobSet.
-func jobSetOf(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[contract.JobSetNameLabelKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
 // Reconcile brings the JobSet's PodGroups to what its gangs, stages and state ask for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := r.Clock.Now()
-	defer func() {
-		result := "success"
-		if err != nil {
-			result = "error"
-		}
-		reconcileDuration.WithLabelValues(result).Observe(r.Clock.Since(start).Seconds())
-	}()
+	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
@@ -72,8 +71,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return HasTemplates(o.(*jobsetv1alpha2.JobSet))
 		}))).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobSetOf), builder.WithPredicates(jobHasTemplates)).
-		Watches(&resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOf)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobHasTemplates)).
+		Watches(&resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -86,15 +85,6 @@ func HasTemplates(js *jobsetv1alpha2.JobSet) bool {
 		}
 	}
 	return false
-}
-
-// jobSetOf maps a Job or a claim to its JobSet, by upstream's jobset-name label.
-func jobSetOf(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[contract.JobSetNameLabelKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // Reconcile makes the claims of the JobSet's Jobs match their templates and their state.

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
@@ -34,8 +33,8 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// JobSetNameIndex indexes Jobs and Pods by their JobSet's name (JobSetNameLabelKey).
-const JobSetNameIndex = "jobsetName"
+// JobSetNameIndex indexes Jobs and Pods by their JobSet's name (jobsets.NameIndex).
+const JobSetNameIndex = jobsets.NameIndex
 
 // Reconciler reconciles JobSets that use the sequencer annotations.
 type Reconciler struct {
@@ -74,12 +73,7 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // ByJobSet is the JobSetNameIndex of a Job or Pod.
-func ByJobSet(o client.Object) []string {
-	if n := o.GetLabels()[contract.JobSetNameLabelKey]; n != "" {
-		return []string{n}
-	}
-	return nil
-}
+var ByJobSet = jobsets.IndexByName
 
 // SetupWithManager registers the reconciler for JobSets that use the sequencer, for their Jobs
 // (a Job's status change is what releases the next stage: it is reacted to directly, not
@@ -96,31 +90,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sequencer").
 		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(uses)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobSetOf)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOf), builder.WithPredicates(gatedPod)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(gatedPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
-}
-
-// jobSetOf maps a Job or Pod of a JobSet to the JobSet.
-func jobSetOf(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[contract.JobSetNameLabelKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // Reconcile releases the stages whose predecessors hold, and their pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := r.Clock.Now()
-	defer func() {
-		result := "success"
-		if err != nil {
-			result = "error"
-		}
-		reconcileDuration.WithLabelValues(result).Observe(r.Clock.Since(start).Seconds())
-	}()
+	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
 
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
