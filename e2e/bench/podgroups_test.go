@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -40,7 +41,7 @@ func BenchmarkPodGroups(b *testing.B) {
 	}
 	runAddonBench(b, "podgroups", []scenario{
 		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.tb) }},
-		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c) }},
+		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c, e.tb) }},
 	})
 }
 
@@ -97,16 +98,9 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 
 	ns := namespace(ctx, b, c, "bench-pg")
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
-	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
 	seen := newArrivals()
 	for kind, list := range map[string]client.ObjectList{"jobset": &jobsetv1alpha2.JobSetList{}, "podgroup": &volcanov1beta1.PodGroupList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			b.Fatal(err)
-		}
+		w := watchList(ctx, b, tb, list, ns)
 		defer w.Stop()
 		go seen.record(kind, w)
 	}
@@ -175,7 +169,7 @@ func (a *arrivals) pairLags(pa, pb string) []time.Duration {
 // updateWhileSuspended: 100 suspended JobSets change parallelism from 2 to 3 (as Kueue does),
 // 10 per second; for each, the time from the update's answer until a watch shows its PodGroup
 // at minMember 6.
-func updateWhileSuspended(ctx context.Context, b *testing.B, c client.Client) []row {
+func updateWhileSuspended(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) []row {
 	const n = 100
 	ns := namespace(ctx, b, c, "bench-pg-update")
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
@@ -184,22 +178,7 @@ func updateWhileSuspended(ctx context.Context, b *testing.B, c client.Client) []
 	}
 	timeUntil(ctx, b, c, time.Now(), volcanoPodGroupList, ns, ours, n)
 
-	tb, err := testbed.DefaultConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := tb.RESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &volcanov1beta1.PodGroupList{}, client.InNamespace(ns))
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := watchList(ctx, b, tb, &volcanov1beta1.PodGroupList{}, ns)
 	defer w.Stop()
 	var mu sync.Mutex
 	grown := map[string]time.Time{}
@@ -255,4 +234,21 @@ func updateWhileSuspended(ctx context.Context, b *testing.B, c client.Client) []
 		ours:   quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(),
 		target: "p99 <= 1s",
 	}}
+}
+
+// watchList starts a watch of list's kind in ns on the testbed; stop it when done.
+func watchList(ctx context.Context, b *testing.B, tb testbed.Config, list client.ObjectList, ns string) watch.Interface {
+	rc, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
 }

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -109,18 +108,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	if err != nil {
 		b.Fatal(err)
 	}
-	rc, err := tb.RESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(rc, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	jsWatch, err := wc.Watch(ctx, &jobsetv1alpha2.JobSetList{}, client.InNamespace(ns))
-	if err != nil {
-		b.Fatal(err)
-	}
+	jsWatch := watchList(ctx, b, tb, &jobsetv1alpha2.JobSetList{}, ns)
 	defer jsWatch.Stop()
 	go seen.record("jobset", jsWatch)
 	go seen.record("job", jobWatch)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -89,4 +90,19 @@ func CreateWithWarnings(ctx context.Context, t *testing.T, cfg *envconf.Config, 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.list)
+}
+
+// ExpectRefusedAt creates obj, expecting the webhook named webhook to refuse it with causes at
+// exactly wantPaths (in any order).
+func ExpectRefusedAt(ctx context.Context, t *testing.T, c client.Client, obj client.Object, webhook string, wantPaths []string) {
+	t.Helper()
+	paths, err := CreateRefused(ctx, t, c, obj)
+	slices.Sort(paths)
+	want := slices.Sorted(slices.Values(wantPaths))
+	if !slices.Equal(paths, want) {
+		t.Errorf("refused at %q, want exactly %q\n(error: %v)", paths, want, err)
+	}
+	if !strings.Contains(err.Error(), webhook) {
+		t.Errorf("not refused by the webhook %s: %v", webhook, err)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/retry"
@@ -74,15 +73,7 @@ func TestBadInputRefused(t *testing.T) {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
 			js := tc.build(newJobSet(framework.NamespaceFrom(ctx), "bad", "").replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s")).JobSet
-			paths, err := framework.CreateRefused(ctx, t, c, js)
-			slices.Sort(paths)
-			want := slices.Sorted(slices.Values(tc.wantPaths))
-			if !slices.Equal(paths, want) {
-				t.Errorf("refused at %q, want exactly %q\n(error: %v)", paths, want, err)
-			}
-			if !strings.Contains(err.Error(), "vjobset.podgroups.jobset-addons.io") {
-				t.Errorf("not refused by the podgroups webhook: %v", err)
-			}
+			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.podgroups.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})
 	}

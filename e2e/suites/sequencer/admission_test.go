@@ -3,7 +3,6 @@ package sequencer_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/retry"
@@ -78,15 +77,7 @@ func TestBadInputRefused(t *testing.T) {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
 			js := tc.build(three(framework.NamespaceFrom(ctx))).JobSet
-			paths, err := framework.CreateRefused(ctx, t, c, js)
-			slices.Sort(paths)
-			want := slices.Sorted(slices.Values(tc.wantPaths))
-			if !slices.Equal(paths, want) {
-				t.Errorf("refused at %q, want exactly %q\n(error: %v)", paths, want, err)
-			}
-			if !strings.Contains(err.Error(), "vjobset.sequencer.jobset-addons.io") {
-				t.Errorf("not refused by the sequencer's webhook: %v", err)
-			}
+			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.sequencer.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})
 	}
