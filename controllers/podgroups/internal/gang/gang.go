@@ -126,18 +126,15 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	if len(stages) == 0 {
+		return nil, nil
+	}
 	sequenced := len(stages) > 1
 	var gangs []Gang
 	for _, st := range stages {
 		name, err := Name(js.Name, st.Index, sequenced)
 		if err != nil {
 			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), js.Name, err.Error())}
-		}
-		if scheduler == contract.SchedulerCoscheduling {
-			for _, msg := range validation.IsValidLabelValue(name) {
-				errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), js.Name,
-					fmt.Sprintf("makes the PodGroup name %q, which coscheduling needs as the value of the pod label %s: %s", name, contract.CoschedulingPodGroupLabelKey, msg)))
-			}
 		}
 		g := Gang{Name: name, Stage: st, Sequenced: sequenced, MinResources: corev1.ResourceList{}}
 		for _, rjName := range st.ReplicatedJobs {
@@ -157,6 +154,13 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 			}
 		}
 		gangs = append(gangs, g)
+	}
+	// The last gang's name is the longest.
+	if last := gangs[len(gangs)-1].Name; scheduler == contract.SchedulerCoscheduling {
+		for _, msg := range validation.IsValidLabelValue(last) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), js.Name,
+				fmt.Sprintf("makes the PodGroup name %q, which coscheduling needs as the value of the pod label %s: %s", last, contract.CoschedulingPodGroupLabelKey, msg)))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs
