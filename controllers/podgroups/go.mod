@@ -3,6 +3,7 @@ module github.com/jobset-addons/jobset-addons/controllers/podgroups
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/jobset-addons/jobset-addons/pkg/addon v0.0.0
 	github.com/jobset-addons/jobset-addons/pkg/contract v0.0.0
 	github.com/prometheus/client_golang v1.24.0
