@@ -9,6 +9,9 @@ NS=jobset-addons-system
 
 bin/testbedctl up
 export KUBECONFIG=$ROOT/.testbed/kubeconfig
+# The gang schedulers and their CRDs first: podgroups watches the PodGroup kinds served when it
+# starts.
+bin/testbedctl gang
 
 for c in volumeclaims resourceclaims sequencer podgroups; do
 	bin/testbedctl addon "$c"
@@ -32,8 +35,11 @@ echo "== PersistentVolumeClaims made by volumeclaims (the retained ones; shared 
 "$K" get pvc -A -l app.kubernetes.io/managed-by=volumeclaims.jobset-addons.io \
 	-L jobset.sigs.k8s.io/jobset-name,volumeclaims.jobset-addons.io/replicatedjob,volumeclaims.jobset-addons.io/job-index,volumeclaims.jobset-addons.io/pod-index
 echo
-echo "== what volumeclaims and sequencer did, as Events on the JobSets"
-"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|StageReleased|JOBSET' | cut -c1-150
+echo "== PodGroups made by podgroups (each goes once its JobSet or stage finished: none should be left)"
+"$K" get podgroups.scheduling.volcano.sh,podgroups.scheduling.x-k8s.io -A -l app.kubernetes.io/managed-by=podgroups.jobset-addons.io 2>&1
+echo
+echo "== what volumeclaims, sequencer and podgroups did, as Events on the JobSets"
+"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|StageReleased|PodGroup|NetworkTopology|JOBSET' | cut -c1-150
 echo
 echo "== what sequencer released (sequencer.jobset-addons.io/released)"
 "$K" get jobsets -A -o custom-columns='JOBSET:.metadata.name,RELEASED:.metadata.annotations.sequencer\.jobset-addons\.io/released' | grep -v '<none>'

@@ -10,6 +10,8 @@
 //	testbed ps      list the testbed's processes with their resident memory
 //	testbed addon NAME [ARGS...]
 //	                run the add-on controller bin/NAME on the testbed with its webhooks
+//	testbed gang    run Volcano's scheduler and scheduler-plugins' coscheduling scheduler
+//	                beside the default one, with their CRDs (before podgroups starts)
 package main
 
 import (
@@ -70,6 +72,10 @@ func main() {
 		p := cfg.AddonPorts(os.Args[2])
 		log("%s is ready: webhooks on :%d, health on :%d, metrics on :%d, log in %s", os.Args[2], p.Webhook, p.Health, p.Metrics,
 			filepath.Join(cfg.WorkDir, "procs", os.Args[2]+".log"))
+	case "gang":
+		if err := testbed.StartGangSchedulers(ctx, cfg, log); err != nil {
+			fail(err)
+		}
 	case "ps":
 		total := 0
 		fmt.Printf("%-8s %-26s %10s\n", "PID", "PROCESS", "RSS (MiB)")
@@ -91,7 +97,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
 }
 

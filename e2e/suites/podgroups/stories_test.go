@@ -4,11 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -50,7 +48,6 @@ func TestStories(t *testing.T) {
 			c := framework.Client(t, cfg)
 			js, objs := framework.Example(t, "podgroups", tc.file, framework.NamespaceFrom(ctx))
 			framework.CreateAll(ctx, t, c, objs...)
-			openQueues(ctx, t, c, objs)
 			tc.check(ctx, t, c, js)
 			framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 			for _, p := range pods(ctx, t, c, js.Namespace, js.Name) {
@@ -64,28 +61,5 @@ func TestStories(t *testing.T) {
 			return ctx
 		})
 		testenv.Test(t, f)
-	}
-}
-
-// openQueues opens the Volcano Queues among objs, as Volcano's controller-manager (not run on the
-// testbed) does for a new Queue: Volcano's scheduler enqueues nothing into a Queue that is not
-// Open.
-func openQueues(ctx context.Context, t *testing.T, c client.Client, objs []client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		q, ok := o.(*volcanov1beta1.Queue)
-		if !ok {
-			continue
-		}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
-			t.Fatal(err)
-		}
-		if q.Status.State == volcanov1beta1.QueueStateOpen {
-			continue
-		}
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"state":"Open","allocated":{}}}`))
-		if err := c.Status().Patch(ctx, q, patch); err != nil {
-			t.Fatalf("opening Queue %s: %v", q.Name, err)
-		}
 	}
 }
