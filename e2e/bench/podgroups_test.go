@@ -100,14 +100,7 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	if err := testbed.StopAddon(ctx, tb, "podgroups"); err != nil {
 		b.Fatal(err)
 	}
-	if err := c.DeleteAllOf(ctx, &volcanov1beta1.PodGroup{}, client.InNamespace(ns), ours); err != nil {
-		b.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return countObjects(ctx, c, volcanoPodGroupList, ns, ours) == 0, nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	deletePodGroups(ctx, b, c, ns, ours)
 	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
 	// owner reference to the JobSet, spec), in the same namespace, then they are deleted again.
 	var jobSets jobsetv1alpha2.JobSetList
@@ -155,14 +148,7 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	}
 	bareTime := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
 	bareServer := serverSide().minus(beforeBare)
-	if err := c.DeleteAllOf(ctx, &volcanov1beta1.PodGroup{}, client.InNamespace(ns), ours); err != nil {
-		b.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return countObjects(ctx, c, volcanoPodGroupList, ns, ours) == 0, nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	deletePodGroups(ctx, b, c, ns, ours)
 	time.Sleep(time.Second)
 
 	beforeOurs := serverSide()
@@ -306,4 +292,16 @@ func watchList(ctx context.Context, b *testing.B, tb testbed.Config, list client
 		b.Fatal(err)
 	}
 	return w
+}
+
+// deletePodGroups deletes the Volcano PodGroups in ns with labels and waits until they are gone.
+func deletePodGroups(ctx context.Context, b *testing.B, c client.Client, ns string, labels client.MatchingLabels) {
+	if err := c.DeleteAllOf(ctx, &volcanov1beta1.PodGroup{}, client.InNamespace(ns), labels); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return countObjects(ctx, c, volcanoPodGroupList, ns, labels) == 0, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
 }
