@@ -80,7 +80,7 @@ testbed-bins: $(TESTBED_STAMP) ## Build (once) every binary the testbed runs
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
-MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) e2e
+MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
 TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins charts/jobset-addons/tests
 
 GO_TEST_FLAGS ?= -count=1
@@ -92,10 +92,14 @@ help: ## List the targets
 
 .PHONY: build
 CONTROLLER_BINS := $(addprefix $(BIN)/,$(CONTROLLERS))
-build: $(CONTROLLER_BINS) ## Build every controller binary into bin/
+build: $(CONTROLLER_BINS) $(BIN)/kubectl-jobset_addons ## Build every controller binary and the kubectl plugin into bin/
 
 $(CONTROLLER_BINS): $(BIN)/%: FORCE
 	cd controllers/$* && go build -trimpath -o $@ .
+
+# The kubectl plugin: `kubectl jobset-addons status JOBSET` once bin/ is on PATH.
+$(BIN)/kubectl-jobset_addons: FORCE
+	cd cmd/kubectl-jobset-addons && go build -trimpath -o $@ .
 
 .PHONY: FORCE
 FORCE:
@@ -174,6 +178,10 @@ testbed-down: $(TESTBEDCTL) ## Stop the testbed; no process or port is left
 .PHONY: demo
 demo: build testbed-bins $(TESTBEDCTL) ## Start the testbed, run the controllers, apply examples/, show what happened
 	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: $(TESTBEDCTL) ## Stop what make demo started: the testbed and every controller on it
+	$(TESTBEDCTL) down
 
 .PHONY: chart-verify
 chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## helm lint, render every toggle combination, server-side dry-run on the testbed

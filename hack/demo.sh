@@ -22,7 +22,17 @@ echo "== kubectl apply -R -f examples/"
 "$K" apply --server-side -R -f examples/
 echo
 echo "== waiting for the example JobSets to finish"
-"$K" wait --for=condition=Completed jobsets --all -A --timeout=180s
+begin=$(date +%s)
+while :; do
+	pending=$("$K" get jobsets -A --no-headers -o custom-columns='NS:.metadata.namespace,NAME:.metadata.name,DONE:.status.terminalState' | awk '$3=="<none>"{print $1"/"$2}')
+	elapsed=$(( $(date +%s) - begin ))
+	if [ -z "$pending" ]; then echo "  all finished after ${elapsed}s"; break; fi
+	echo "  ${elapsed}s: still running: $(echo $pending | tr '\n' ' ')"
+	if [ "$elapsed" -ge 180 ]; then echo "not finished within 180s" >&2; exit 1; fi
+	sleep 3
+done
+failed=$("$K" get jobsets -A --no-headers -o custom-columns='NAME:.metadata.name,DONE:.status.terminalState' | awk '$2!="Completed"{print $1}')
+if [ -n "$failed" ]; then echo "JobSets that did not complete: $failed" >&2; exit 1; fi
 
 echo
 echo "== nodes"
@@ -44,9 +54,16 @@ echo
 echo "== what sequencer released (sequencer.jobset-addons.io/released)"
 "$K" get jobsets -A -o custom-columns='JOBSET:.metadata.name,RELEASED:.metadata.annotations.sequencer\.jobset-addons\.io/released' | grep -v '<none>'
 echo
+echo "== what the add-ons did, per JobSet (kubectl jobset-addons status)"
+"$K" get jobsets -A --no-headers -o custom-columns='NS:.metadata.namespace,NAME:.metadata.name' | while read -r ns name; do
+	echo
+	bin/kubectl-jobset_addons status -n "$ns" --events 5 "$name"
+done
+echo
 echo "== leader election: one Lease per controller"
 "$K" get leases -n "$NS"
 echo
 echo "The testbed is still running. To look around:"
 echo "  export KUBECONFIG=$KUBECONFIG PATH=$ROOT/bin/testbed:\$PATH"
-echo "Stop it with: make testbed-down"
+echo "  kubectl jobset-addons status JOBSET   (the plugin is bin/kubectl-jobset_addons)"
+echo "Stop it with: make demo-down"

@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 type namespaceKey struct{}
@@ -69,4 +73,20 @@ func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 		}
 		return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(cond)), fmt.Sprintf("conditions %+v", js.Status.Conditions), nil
 	})
+}
+
+// AddonsStatus runs the kubectl plugin bin/kubectl-jobset_addons (`make build`) on the JobSet
+// ns/name and returns what it printed.
+func AddonsStatus(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, name string) string {
+	t.Helper()
+	root, err := testbed.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl-jobset_addons"), "status", "--kubeconfig", cfg.KubeconfigFile(), "-n", ns, name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl jobset-addons status %s/%s: %v\n%s", ns, name, err, out)
+	}
+	return string(out)
 }

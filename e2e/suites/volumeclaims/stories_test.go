@@ -3,6 +3,8 @@ package volumeclaims_test
 import (
 	"context"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +97,16 @@ func TestStories(t *testing.T) {
 					keptUIDs[n] = uids[n]
 				}
 				expectClaimsStay(ctx, t, c, st.ns, st.jobSet, keptUIDs)
+				// The kubectl plugin shows the same, found through the contract's labels.
+				status := framework.AddonsStatus(ctx, t, cfg, st.ns, st.jobSet)
+				for _, n := range st.wantKept {
+					if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(n) + `\s+Bound\s`).MatchString(status) {
+						t.Errorf("kubectl jobset-addons status: no Bound row for %s:\n%s", n, status)
+					}
+				}
+				if !strings.Contains(status, "VolumeClaimsCreated") || !strings.Contains(status, "JobSet "+st.ns+"/"+st.jobSet+": Completed") {
+					t.Errorf("kubectl jobset-addons status: no VolumeClaimsCreated event or Completed state:\n%s", status)
+				}
 				t.Logf("%s: %d PVCs Bound, %d pods checked, %d deleted and %d kept on completion", st.jobSet, len(st.want), pods, len(gone), len(st.wantKept))
 				return ctx
 			}).Feature()

@@ -1,0 +1,69 @@
+// Command kubectl-jobset_addons is a kubectl plugin: `kubectl jobset-addons status JOBSET` prints
+// what the jobset-addons controllers did to one JobSet — its PVCs, ResourceClaims, stages and
+// gated pods, PodGroups, and its last Events. It finds all of it through the contract's labels
+// and annotations alone (pkg/contract), and needs only read access.
+//
+//	kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl jobset-addons:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
+
+Prints what the jobset-addons controllers did to one JobSet: its PVCs (volumeclaims), its
+ResourceClaims (resourceclaims), its stages and gated pods (sequencer), its PodGroups
+(podgroups), and its last Events.`
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := pflag.NewFlagSet("kubectl-jobset_addons", pflag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(os.Stderr, usage) }
+	namespace := fs.StringP("namespace", "n", "", "namespace of the JobSet (default: the kubeconfig context's)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	kubeContext := fs.String("context", "", "kubeconfig context")
+	events := fs.Int("events", 10, "how many of the JobSet's last Events to print")
+	timeout := fs.Duration("request-timeout", 30*time.Second, "time limit of the whole command")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 || fs.Arg(0) != "status" {
+		fs.Usage()
+		return fmt.Errorf("want: status JOBSET")
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{
+		CurrentContext: *kubeContext, Context: clientcmdContext(*namespace),
+	})
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return err
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	return Status(ctx, c, ns, fs.Arg(1), *events, out)
+}

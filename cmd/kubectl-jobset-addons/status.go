@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+func clientcmdContext(namespace string) clientcmdapi.Context {
+	return clientcmdapi.Context{Namespace: namespace}
+}
+
+// Status prints what the add-ons did to the JobSet ns/name. A kind the cluster does not serve
+// (no DRA, no PodGroup CRD) is reported as such, not as an error.
+func Status(ctx context.Context, c client.Client, ns, name string, events int, out io.Writer) error {
+	js := &jobsetv1alpha2.JobSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	fmt.Fprintf(w, "JobSet %s/%s: %s, restarts %d\n", ns, name, state(js), js.Status.Restarts)
+	of := client.MatchingLabels{contract.JobSetNameLabelKey: name}
+
+	section(w, "PersistentVolumeClaims (volumeclaims)")
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &pvcs, client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}); err != nil {
+		return err
+	}
+	rows(w, "NAME\tSTATUS\tTEMPLATE\tREPLICATEDJOB\tJOB\tPOD", len(pvcs.Items), func(i int) string {
+		p := pvcs.Items[i]
+		l := p.Labels
+		phase := string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			phase = "Terminating"
+		}
+		return strings.Join([]string{p.Name, phase, l[contract.VolumeClaimTemplateLabelKey],
+			dash(l[contract.VolumeClaimReplicatedJobLabelKey]), dash(l[contract.VolumeClaimJobIndexLabelKey]), dash(l[contract.VolumeClaimPodIndexLabelKey])}, "\t")
+	})
+
+	section(w, "ResourceClaims (resourceclaims)")
+	var claims resourcev1.ResourceClaimList
+	err := c.List(ctx, &claims, client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue})
+	switch {
+	case apimeta.IsNoMatchError(err):
+		fmt.Fprintln(w, "  (resource.k8s.io/v1 is not served)")
+	case err != nil:
+		return err
+	default:
+		rows(w, "NAME\tALLOCATED\tTEMPLATE\tJOB\tRESERVED FOR", len(claims.Items), func(i int) string {
+			cl := claims.Items[i]
+			owner := "-"
+			if ref := ownerName(cl.OwnerReferences); ref != "" {
+				owner = ref
+			}
+			return strings.Join([]string{cl.Name, strconv.FormatBool(cl.Status.Allocation != nil), cl.Labels[contract.ResourceClaimTemplateLabelKey],
+				owner, strconv.Itoa(len(cl.Status.ReservedFor))}, "\t")
+		})
+	}
+
+	section(w, "Stages (sequencer)")
+	if err := stages(ctx, c, w, js); err != nil {
+		return err
+	}
+
+	section(w, "PodGroups (podgroups)")
+	if err := podGroups(ctx, c, w, ns, of); err != nil {
+		return err
+	}
+
+	section(w, fmt.Sprintf("Last %d Events", events))
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var evs []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == js.UID {
+			evs = append(evs, e)
+		}
+	}
+	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	evs = evs[max(0, len(evs)-events):]
+	rows(w, "AGE\tTYPE\tREASON\tMESSAGE", len(evs), func(i int) string {
+		e := evs[i]
+		return strings.Join([]string{age(eventTime(e)), e.Type, e.Reason, cut(e.Message, 120)}, "\t")
+	})
+	return nil
+}
+
+// stages prints contract.Stages of the JobSet, what each waits for, whether the sequencer
+// released it in the current attempt, and how many of its pods are still gated.
+func stages(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alpha2.JobSet) error {
+	st, errs := jobsets.Stages(js)
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "  (the sequencing does not parse: %v)\n", errs.ToAggregate())
+		return nil
+	}
+	if len(st) < 2 {
+		fmt.Fprintln(w, "  (not sequenced: one stage)")
+		return nil
+	}
+	var released contract.Released
+	if v, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
+		released, _ = contract.ParseReleased(v, nil)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+		return err
+	}
+	gated := map[string]int{}
+	for _, p := range pods.Items {
+		for _, g := range p.Spec.SchedulingGates {
+			if g.Name == contract.SequencerSchedulingGateValue {
+				gated[p.Labels[contract.ReplicatedJobNameLabelKey]]++
+			}
+		}
+	}
+	rows(w, "STAGE\tREPLICATEDJOBS\tWAITS FOR\tRELEASED\tGATED PODS", len(st), func(i int) string {
+		s := st[i]
+		var deps []string
+		for _, d := range s.DependsOn {
+			deps = append(deps, d.Name+" "+string(d.Status))
+		}
+		rel := "yes"
+		switch {
+		case s.Index > 0 && !s.Gated:
+			rel = "by upstream dependsOn"
+		case s.Index > 0 && (released.RestartAttempt != js.Status.Restarts || !released.StageReleased(s)):
+			rel = "no"
+		}
+		n := 0
+		for _, rj := range s.ReplicatedJobs {
+			n += gated[rj]
+		}
+		return strings.Join([]string{strconv.Itoa(s.Index), strings.Join(s.ReplicatedJobs, ","), dash(strings.Join(deps, ", ")), rel, strconv.Itoa(n)}, "\t")
+	})
+	return nil
+}
+
+// podGroups prints the JobSet's PodGroups of both kinds that the cluster serves.
+func podGroups(ctx context.Context, c client.Client, w io.Writer, ns string, of client.MatchingLabels) error {
+	type pg struct {
+		kind, name, stage, phase string
+		minMember                int32
+	}
+	var all []pg
+	served := 0
+	opts := []client.ListOption{client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}}
+	var vl volcanov1beta1.PodGroupList
+	switch err := c.List(ctx, &vl, opts...); {
+	case apimeta.IsNoMatchError(err):
+	case err != nil:
+		return err
+	default:
+		served++
+		for _, p := range vl.Items {
+			all = append(all, pg{"volcano", p.Name, p.Labels[contract.PodGroupStageLabelKey], string(p.Status.Phase), p.Spec.MinMember})
+		}
+	}
+	var cl coschedv1alpha1.PodGroupList
+	switch err := c.List(ctx, &cl, opts...); {
+	case apimeta.IsNoMatchError(err):
+	case err != nil:
+		return err
+	default:
+		served++
+		for _, p := range cl.Items {
+			all = append(all, pg{"coscheduling", p.Name, p.Labels[contract.PodGroupStageLabelKey], string(p.Status.Phase), p.Spec.MinMember})
+		}
+	}
+	if served == 0 {
+		fmt.Fprintln(w, "  (no PodGroup CRD is served)")
+		return nil
+	}
+	rows(w, "NAME\tSCHEDULER\tSTAGE\tMINMEMBER\tPHASE", len(all), func(i int) string {
+		p := all[i]
+		return strings.Join([]string{p.name, p.kind, dash(p.stage), strconv.Itoa(int(p.minMember)), dash(p.phase)}, "\t")
+	})
+	return nil
+}
+
+func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
+
+// rows prints a header and n rows, indented, or "(none)".
+func rows(w io.Writer, header string, n int, row func(i int) string) {
+	if n == 0 {
+		fmt.Fprintln(w, "  (none)")
+		return
+	}
+	fmt.Fprintln(w, "  "+header)
+	for i := range n {
+		fmt.Fprintln(w, "  "+row(i))
+	}
+}
+
+func state(js *jobsetv1alpha2.JobSet) string {
+	for _, t := range []jobsetv1alpha2.JobSetConditionType{jobsetv1alpha2.JobSetCompleted, jobsetv1alpha2.JobSetFailed, jobsetv1alpha2.JobSetSuspended} {
+		if apimeta.IsStatusConditionTrue(js.Status.Conditions, string(t)) {
+			return string(t)
+		}
+	}
+	return "Running"
+}
+
+func ownerName(refs []metav1.OwnerReference) string {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return r.Kind + "/" + r.Name
+		}
+	}
+	return ""
+}
+
+func eventTime(e corev1.Event) time.Time {
+	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
