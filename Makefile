@@ -104,8 +104,12 @@ $(BIN)/kubectl-jobset_addons: FORCE
 .PHONY: FORCE
 FORCE:
 
+.PHONY: docs
+docs: ## Write docs/reference.md (the annotation reference) from pkg/contract
+	cd pkg/contract && GOWORK=off go run ./internal/docgen $(ROOT)/docs/reference.md
+
 .PHONY: verify
-verify: ## gofmt, go vet, go mod tidy unchanged, every module builds and tests with GOWORK=off
+verify: ## gofmt, go vet, go mod tidy unchanged, every module builds and tests with GOWORK=off, docs up to date
 	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES) $(TOOL_MODULES); do \
 		cp $$m/go.mod $$m/go.mod.orig; cp $$m/go.sum $$m/go.sum.orig; \
@@ -116,6 +120,7 @@ verify: ## gofmt, go vet, go mod tidy unchanged, every module builds and tests w
 		rm $$m/go.mod.orig $$m/go.sum.orig; \
 	done
 	@for m in $(MODULES); do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
+	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
 	@echo "verify: ok"
 
 .PHONY: unit
