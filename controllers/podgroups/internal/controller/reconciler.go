@@ -83,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
-		b = b.Owns(r.Installed[s].New())
+		b = b.Owns(r.Installed[s].New(), builder.WithPredicates(podGroupChanged()))
 	}
 	return b.Complete(r)
 }
@@ -96,6 +96,19 @@ func jobChanged() predicate.Predicate {
 			oldJob, ok1 := e.ObjectOld.(*batchv1.Job)
 			newJob, ok2 := e.ObjectNew.(*batchv1.Job)
 			return !ok1 || !ok2 || len(oldJob.Status.Conditions) != len(newJob.Status.Conditions) || jobsets.JobFinished(oldJob) != jobsets.JobFinished(newJob)
+		},
+	}
+}
+
+// podGroupChanged passes what may take one of our PodGroups away from what we wrote: its
+// deletion, and a change of its labels or spec hash. Not its creation (we made it) nor the
+// scheduler's status writes, which are many.
+func podGroupChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				e.ObjectOld.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] != e.ObjectNew.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
 		},
 	}
 }
