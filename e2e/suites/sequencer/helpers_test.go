@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -143,39 +144,56 @@ func schedulingGated(p *corev1.Pod) bool {
 }
 
 // check looks at one consistent list of the JobSet's pods: in its latest attempt, a pod of a
-// waiting ReplicatedJob may be bound to a node only if every predecessor holds in that list
-// (Complete: all its pods Succeeded; Ready: all its pods ready or Succeeded).
-func (s sequence) check(pods []corev1.Pod) []string {
+// waiting ReplicatedJob may be bound to a node only if every predecessor holds (Complete: all its
+// pods Succeeded; Ready: all its pods ready or Succeeded). succeeded holds the pods seen
+// Succeeded in earlier lists: a restart deletes the pods of the old attempt in no set order, and
+// a predecessor pod that Succeeded and is gone still counts.
+func (s sequence) check(pods []corev1.Pod, succeeded map[types.UID]succeededPod) []string {
 	attempt := -1
 	for i := range pods {
 		attempt = max(attempt, attemptOf(&pods[i]))
 	}
-	count := func(rj string, ok func(*corev1.Pod) bool) int {
+	count := func(rj string, ok func(*corev1.Pod) bool, live bool) int {
 		n := 0
+		listed := map[types.UID]bool{}
 		for i := range pods {
 			p := &pods[i]
-			if attemptOf(p) == attempt && p.DeletionTimestamp == nil && p.Labels[contract.ReplicatedJobNameLabelKey] == rj && ok(p) {
+			listed[p.UID] = true
+			if attemptOf(p) == attempt && (!live || p.DeletionTimestamp == nil) && p.Labels[contract.ReplicatedJobNameLabelKey] == rj && ok(p) {
 				n++
+			}
+		}
+		if !live {
+			for uid, sp := range succeeded {
+				if !listed[uid] && sp.attempt == attempt && sp.replicatedJob == rj {
+					n++
+				}
 			}
 		}
 		return n
 	}
 	var bad []string
 	for rj, deps := range s.deps {
-		bound := count(rj, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+		bound := count(rj, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }, true)
 		if bound == 0 {
 			continue
 		}
 		for _, d := range deps {
 			held := count(d.name, func(p *corev1.Pod) bool {
-				return p.Status.Phase == corev1.PodSucceeded || (d.status == contract.DependencyReady && podReady(p))
-			})
+				return p.Status.Phase == corev1.PodSucceeded || (d.status == contract.DependencyReady && p.DeletionTimestamp == nil && podReady(p))
+			}, false)
 			if held < s.pods[d.name] {
 				bad = append(bad, fmt.Sprintf("attempt %d: %d pods of %s bound while %d of %d pods of %s are %s", attempt, bound, rj, held, s.pods[d.name], d.name, d.status))
 			}
 		}
 	}
 	return bad
+}
+
+// succeededPod is a pod seen Succeeded.
+type succeededPod struct {
+	replicatedJob string
+	attempt       int
 }
 
 // watch polls the JobSet's pods every 50ms while a test runs, checks each list against the
@@ -191,12 +209,15 @@ type watch struct {
 	// firstSeen and firstBound: when a pod (by UID) was first seen, and first seen bound.
 	firstSeen, firstBound map[string]time.Time
 	podRJ                 map[string]string
+	// succeeded: every pod seen Succeeded.
+	succeeded map[types.UID]succeededPod
 }
 
 func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, s sequence) *watch {
 	t.Helper()
 	w := &watch{stop: make(chan struct{}), done: make(chan struct{}), gated: map[string]bool{},
-		firstSeen: map[string]time.Time{}, firstBound: map[string]time.Time{}, podRJ: map[string]string{}}
+		firstSeen: map[string]time.Time{}, firstBound: map[string]time.Time{}, podRJ: map[string]string{},
+		succeeded: map[types.UID]succeededPod{}}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -205,8 +226,8 @@ func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 			var pods corev1.PodList
 			if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err == nil {
 				now := time.Now()
-				bad := s.check(pods.Items)
 				w.mu.Lock()
+				bad := s.check(pods.Items, w.succeeded)
 				w.violations = append(w.violations, bad...)
 				for i := range pods.Items {
 					p := &pods.Items[i]
@@ -214,6 +235,9 @@ func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 					w.podRJ[uid] = p.Labels[contract.ReplicatedJobNameLabelKey]
 					if _, ok := w.firstSeen[uid]; !ok {
 						w.firstSeen[uid] = now
+					}
+					if p.Status.Phase == corev1.PodSucceeded {
+						w.succeeded[p.UID] = succeededPod{replicatedJob: p.Labels[contract.ReplicatedJobNameLabelKey], attempt: attemptOf(p)}
 					}
 					if _, ok := w.firstBound[uid]; !ok && p.Spec.NodeName != "" {
 						w.firstBound[uid] = now
