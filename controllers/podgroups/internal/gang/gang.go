@@ -6,10 +6,13 @@ package gang
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -137,23 +140,31 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), js.Name, err.Error())}
 		}
 		g := Gang{Name: name, Stage: st, Sequenced: sequenced, MinResources: corev1.ResourceList{}}
+		members := int64(0)
 		for _, rjName := range st.ReplicatedJobs {
 			rj := jobsets.ReplicatedJob(js, rjName)
-			pods := PodsPerJob(rj) * rj.Replicas
-			g.MinMember += pods
+			pods := int64(PodsPerJob(rj)) * int64(rj.Replicas)
+			members += pods
 			requests := resourcehelper.PodRequests(&corev1.Pod{Spec: rj.Template.Spec.Template.Spec}, resourcehelper.PodResourcesOptions{})
 			for res, q := range requests {
 				sum := g.MinResources[res]
-				for range pods {
-					sum.Add(q)
-				}
+				sum.Add(times(q, pods))
 				g.MinResources[res] = sum
 			}
 			if pc := rj.Template.Spec.Template.Spec.PriorityClassName; !slices.Contains(g.PriorityClassNames, pc) {
 				g.PriorityClassNames = append(g.PriorityClassNames, pc)
 			}
 		}
+		if members > math.MaxInt32 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "replicatedJobs"), members,
+				fmt.Sprintf("stage %d has %d pods, more than a PodGroup's minMember can hold (%d)", st.Index, members, math.MaxInt32)))
+			continue
+		}
+		g.MinMember = int32(members)
 		gangs = append(gangs, g)
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	// The last gang's name is the longest.
 	if last := gangs[len(gangs)-1].Name; scheduler == contract.SchedulerCoscheduling {
@@ -166,6 +177,12 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 		return nil, errs
 	}
 	return gangs, nil
+}
+
+// times is q × n, exactly (inf.Dec), whatever the size of either.
+func times(q resource.Quantity, n int64) resource.Quantity {
+	d := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(n, 0))
+	return *resource.NewDecimalQuantity(*d, q.Format)
 }
 
 // Name is the PodGroup name of stage i.

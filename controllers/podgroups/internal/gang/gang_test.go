@@ -1,6 +1,8 @@
 package gang
 
 import (
+	stdcmp "cmp"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,7 +18,16 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-var names = SchedulerNames{Volcano: "volcano", Coscheduling: "scheduler-plugins-scheduler"}
+// Distinct names, so that a backend swapped for the other shows.
+var names = SchedulerNames{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"}
+
+const (
+	schedulerPath = "metadata.annotations[podgroups.jobset-addons.io/scheduler]"
+	queuePath     = "metadata.annotations[scheduling.volcano.sh/queue-name]"
+	topologyPath  = "metadata.annotations[podgroups.jobset-addons.io/network-topology]"
+	timeoutPath   = "metadata.annotations[podgroups.jobset-addons.io/schedule-timeout-seconds]"
+	inOrder       = "sequencer.jobset-addons.io/execution-policy"
+)
 
 func jobSet(name string, annotations map[string]string, rjs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
 	return &jobsetv1alpha2.JobSet{
@@ -25,196 +36,306 @@ func jobSet(name string, annotations map[string]string, rjs ...jobsetv1alpha2.Re
 	}
 }
 
-// rj is a ReplicatedJob whose pods request cpu and memory in one container.
-func rj(name string, replicas int32, parallelism, completions *int32, cpu, memory string) jobsetv1alpha2.ReplicatedJob {
-	return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: replicas, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-		Parallelism: parallelism, Completions: completions,
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-			}},
-		}}}},
-	}}}
+func requests(cpu, memory string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
 }
 
-func paths(errs field.ErrorList) []string {
+// rj is a ReplicatedJob whose pods have one container requesting cpu and memory, then edited.
+func rj(name string, replicas int32, parallelism, completions *int32, cpu, memory string, edit ...func(*corev1.PodSpec)) jobsetv1alpha2.ReplicatedJob {
+	r := jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: replicas, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+		Parallelism: parallelism, Completions: completions,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: requests(cpu, memory)}}}},
+	}}}
+	for _, e := range edit {
+		e(&r.Template.Spec.Template.Spec)
+	}
+	return r
+}
+
+// errsOf is "Type Field" of each error.
+func errsOf(list field.ErrorList) []string {
 	var out []string
-	for _, e := range errs {
-		out = append(out, e.Field)
+	for _, e := range list {
+		out = append(out, string(e.Type)+" "+e.Field)
 	}
 	return out
 }
 
-func path(key string) string { return contract.JobSetAnnotationPath(key).String() }
+func fe(t field.ErrorType, path string) string { return string(t) + " " + path }
+
+// kv is a map of the keys and values.
+func kv(kvs ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < len(kvs); i += 2 {
+		m[kvs[i]] = kvs[i+1]
+	}
+	return m
+}
 
 func TestParse(t *testing.T) {
+	sched := func(s string, kvs ...string) map[string]string {
+		return kv(append(kvs, contract.SchedulerAnnotationKey, s)...)
+	}
+	const queue, topology, timeout = contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey
+	volcano, cosched := Settings{Scheduler: contract.SchedulerVolcano}, Settings{Scheduler: contract.SchedulerCoscheduling}
 	cases := map[string]struct {
 		annotations map[string]string
 		want        Settings
-		wantPaths   []string
+		wantErrs    []string
 	}{
 		"volcano with queue and topology": {
-			annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.VolcanoQueueNameAnnotationKey: "research", contract.NetworkTopologyAnnotationKey: "{mode: soft, highestTierAllowed: 2}"},
+			annotations: sched("volcano", queue, "research", topology, "{mode: soft, highestTierAllowed: 2}"),
 			want:        Settings{Scheduler: contract.SchedulerVolcano, Queue: "research", NetworkTopology: &contract.NetworkTopology{Mode: contract.NetworkTopologySoft, HighestTierAllowed: ptr.To(2)}},
 		},
+		"topology mode defaults to hard (JSON)": {
+			annotations: sched("volcano", topology, `{"highestTierAllowed": 1}`),
+			want:        Settings{Scheduler: contract.SchedulerVolcano, NetworkTopology: &contract.NetworkTopology{Mode: contract.NetworkTopologyHard, HighestTierAllowed: ptr.To(1)}},
+		},
 		"coscheduling with a timeout": {
-			annotations: map[string]string{contract.SchedulerAnnotationKey: "coscheduling", contract.ScheduleTimeoutAnnotationKey: "90"},
+			annotations: sched("coscheduling", timeout, "90"),
 			want:        Settings{Scheduler: contract.SchedulerCoscheduling, ScheduleTimeoutSeconds: ptr.To[int32](90)},
 		},
-		"unknown scheduler":         {annotations: map[string]string{contract.SchedulerAnnotationKey: "kube-batch"}, wantPaths: []string{path(contract.SchedulerAnnotationKey)}},
-		"topology, no scheduler":    {annotations: map[string]string{contract.NetworkTopologyAnnotationKey: "{}"}, wantPaths: []string{path(contract.SchedulerAnnotationKey)}},
-		"queue for coscheduling":    {annotations: map[string]string{contract.SchedulerAnnotationKey: "coscheduling", contract.VolcanoQueueNameAnnotationKey: "q"}, wantPaths: []string{path(contract.VolcanoQueueNameAnnotationKey)}},
-		"timeout for volcano":       {annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ScheduleTimeoutAnnotationKey: "5"}, wantPaths: []string{path(contract.ScheduleTimeoutAnnotationKey)}},
-		"timeout zero":              {annotations: map[string]string{contract.SchedulerAnnotationKey: "coscheduling", contract.ScheduleTimeoutAnnotationKey: "0"}, wantPaths: []string{path(contract.ScheduleTimeoutAnnotationKey)}},
-		"queue not a DNS name":      {annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.VolcanoQueueNameAnnotationKey: "Bad_Queue"}, wantPaths: []string{path(contract.VolcanoQueueNameAnnotationKey)}},
-		"topology mode and tier":    {annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.NetworkTopologyAnnotationKey: "{mode: medium, highestTierAllowed: 0}"}, wantPaths: []string{path(contract.NetworkTopologyAnnotationKey) + ".mode", path(contract.NetworkTopologyAnnotationKey) + ".highestTierAllowed"}},
-		"topology unknown field":    {annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.NetworkTopologyAnnotationKey: "{tier: 1}"}, wantPaths: []string{path(contract.NetworkTopologyAnnotationKey) + ".tier"}},
-		"scheduler and timeout bad": {annotations: map[string]string{contract.SchedulerAnnotationKey: "", contract.ScheduleTimeoutAnnotationKey: "x"}, wantPaths: []string{path(contract.SchedulerAnnotationKey), path(contract.ScheduleTimeoutAnnotationKey)}},
+		"unknown scheduler":              {annotations: sched("kube-batch"), wantErrs: []string{fe(field.ErrorTypeNotSupported, schedulerPath)}},
+		"topology without scheduler":     {annotations: kv(topology, "{mode: hard}"), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
+		"queue for coscheduling":         {annotations: sched("coscheduling", queue, "q"), want: cosched, wantErrs: []string{fe(field.ErrorTypeForbidden, queuePath)}},
+		"topology for coscheduling":      {annotations: sched("coscheduling", topology, "{mode: hard}"), want: cosched, wantErrs: []string{fe(field.ErrorTypeForbidden, topologyPath)}},
+		"timeout for volcano":            {annotations: sched("volcano", timeout, "5"), want: volcano, wantErrs: []string{fe(field.ErrorTypeForbidden, timeoutPath)}},
+		"timeout 0":                      {annotations: sched("coscheduling", timeout, "0"), want: cosched, wantErrs: []string{fe(field.ErrorTypeInvalid, timeoutPath)}},
+		"timeout abc":                    {annotations: sched("coscheduling", timeout, "abc"), want: cosched, wantErrs: []string{fe(field.ErrorTypeInvalid, timeoutPath)}},
+		"topology mode medium":           {annotations: sched("volcano", topology, "{mode: medium}"), want: volcano, wantErrs: []string{fe(field.ErrorTypeNotSupported, topologyPath+".mode")}},
+		"topology highestTierAllowed 0":  {annotations: sched("volcano", topology, "{highestTierAllowed: 0}"), want: volcano, wantErrs: []string{fe(field.ErrorTypeInvalid, topologyPath+".highestTierAllowed")}},
+		"topology unknown field":         {annotations: sched("volcano", topology, "{mode: hard, tier: 1}"), want: volcano, wantErrs: []string{fe(field.ErrorTypeNotSupported, topologyPath+".tier")}},
+		"queue not a DNS subdomain":      {annotations: sched("volcano", queue, "Bad_Queue"), want: volcano, wantErrs: []string{fe(field.ErrorTypeInvalid, queuePath)}},
+		"empty scheduler, every problem": {annotations: sched("", timeout, "x", queue, "Bad_Queue"), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath), fe(field.ErrorTypeInvalid, queuePath), fe(field.ErrorTypeInvalid, timeoutPath)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, errs := Parse(jobSet("js", tc.annotations))
-			if diff := cmp.Diff(tc.wantPaths, paths(errs)); diff != "" {
-				t.Fatalf("error paths (-want +got):\n%s\n%v", diff, errs)
+			if diff := cmp.Diff(tc.wantErrs, errsOf(errs)); diff != "" {
+				t.Fatalf("errors (-want +got):\n%s\n%v", diff, errs)
 			}
-			if len(tc.wantPaths) == 0 {
+			if len(tc.wantErrs) == 0 {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("settings (-want +got):\n%s", diff)
 				}
+			} else if got.Scheduler != tc.want.Scheduler { // the webhook goes on with it
+				t.Errorf("scheduler %q, want %q", got.Scheduler, tc.want.Scheduler)
 			}
 		})
 	}
 }
 
-func TestGangs(t *testing.T) {
-	// a: 2 Jobs x min(3, 2) = 4 pods; b: 1 Job x parallelism unset (1) = 1 pod; c: 3 Jobs x
-	// parallelism 2, completions unset = 6 pods.
-	a := rj("a", 2, ptr.To[int32](3), ptr.To[int32](2), "500m", "1Gi")
-	b := rj("b", 1, nil, nil, "2", "3Gi")
-	c := rj("c", 3, ptr.To[int32](2), nil, "250m", "256Mi")
-	// a's pods also have an init container bigger than their container (cpu 1 counts, not
-	// 500m), a sidecar (restartable init container, adds 100m and 64Mi), and overhead.
-	spec := &a.Template.Spec.Template.Spec
-	spec.InitContainers = []corev1.Container{
-		{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
-		{Name: "sidecar", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}},
-	}
-	spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
-	// Per pod of a: cpu max(500m+100m, 1+... ) -> the scheduler's rule: max(sum of containers and
-	// sidecars = 600m, init 1 + sidecars started before it = 1) = 1; memory 1Gi+64Mi+32Mi.
-
-	t.Run("one gang", func(t *testing.T) {
-		gangs, errs := Gangs(jobSet("train", map[string]string{contract.SchedulerAnnotationKey: "volcano"}, a, b, c), contract.SchedulerVolcano)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		if len(gangs) != 1 || gangs[0].Name != "train" || gangs[0].Sequenced {
-			t.Fatalf("gangs %+v: want one, named train", gangs)
-		}
-		g := gangs[0]
-		if g.MinMember != 4+1+6 {
-			t.Errorf("minMember %d, want 11", g.MinMember)
-		}
-		// cpu: 4 x 1 + 1 x 2 + 6 x 250m = 7.5; memory: 4 x (1Gi+96Mi) + 3Gi + 6 x 256Mi.
-		want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7500m"), corev1.ResourceMemory: resource.MustParse(mib(4*(1024+96) + 3*1024 + 6*256))}
-		for res, q := range want {
-			if got := g.MinResources[res]; got.Cmp(q) != 0 {
-				t.Errorf("minResources[%s] = %s, want %s", res, got.String(), q.String())
-			}
-		}
-	})
-
-	t.Run("a gang per stage", func(t *testing.T) {
-		js := jobSet("train", map[string]string{contract.SchedulerAnnotationKey: "coscheduling", contract.ExecutionPolicyAnnotationKey: "InOrder"}, b, c)
-		gangs, errs := Gangs(js, contract.SchedulerCoscheduling)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		var got []string
-		for _, g := range gangs {
-			got = append(got, g.Name+"="+strings.Join(g.Stage.ReplicatedJobs, ","))
-			if !g.Sequenced {
-				t.Errorf("gang %s not Sequenced", g.Name)
-			}
-		}
-		if diff := cmp.Diff([]string{"train-stage-0=b", "train-stage-1=c"}, got); diff != "" {
-			t.Errorf("gangs (-want +got):\n%s", diff)
-		}
-		if gangs[0].MinMember != 1 || gangs[1].MinMember != 6 {
-			t.Errorf("minMember %d, %d: want 1, 6", gangs[0].MinMember, gangs[1].MinMember)
-		}
-	})
-
-	t.Run("stage name too long for coscheduling's label", func(t *testing.T) {
-		long := strings.Repeat("n", 57)
-		ann := map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}
-		if _, errs := Gangs(jobSet(long, ann, b, c), contract.SchedulerCoscheduling); len(errs) != 1 || errs[0].Field != "metadata.name" {
-			t.Errorf("coscheduling: errors %v, want one at metadata.name", errs)
-		}
-		if _, errs := Gangs(jobSet(long, ann, b, c), contract.SchedulerVolcano); len(errs) > 0 {
-			t.Errorf("volcano (an annotation, 253 characters): errors %v", errs)
-		}
-	})
+// summary is what a test checks of a Gang; resources are canonical strings.
+type summary struct {
+	Name           string
+	Stage          int
+	ReplicatedJobs []string
+	Sequenced      bool
+	MinMember      int32
+	MinResources   map[corev1.ResourceName]string
+	PriorityClass  []string
 }
 
-func mib(n int) string { return resource.NewQuantity(int64(n)*1024*1024, resource.BinarySI).String() }
+func summarize(gangs []Gang) []summary {
+	var out []summary
+	for _, g := range gangs {
+		res := map[corev1.ResourceName]string{}
+		for n, q := range g.MinResources {
+			if n == corev1.ResourceMemory {
+				res[n] = resource.NewQuantity(q.Value(), resource.BinarySI).String()
+			} else {
+				res[n] = resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI).String()
+			}
+		}
+		out = append(out, summary{g.Name, g.Stage.Index, g.Stage.ReplicatedJobs, g.Sequenced, g.MinMember, res, g.PriorityClassNames})
+	}
+	return out
+}
 
-func TestInject(t *testing.T) {
-	for _, s := range []Settings{{Scheduler: contract.SchedulerVolcano, Queue: "research"}, {Scheduler: contract.SchedulerVolcano}, {Scheduler: contract.SchedulerCoscheduling}} {
-		t.Run(string(s.Scheduler)+"/"+s.Queue, func(t *testing.T) {
-			js := jobSet("train", map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"},
-				rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = names.For(s.Scheduler)
-			gangs, errs := Gangs(js, s.Scheduler)
+func res(cpu, memory string) map[corev1.ResourceName]string {
+	return map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
+}
+
+func TestGangs(t *testing.T) {
+	volcano := map[string]string{contract.SchedulerAnnotationKey: "volcano"}
+	sequenced := map[string]string{contract.SchedulerAnnotationKey: "volcano", inOrder: "InOrder"}
+	single := func(r jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet { return jobSet("train", volcano, r) }
+	one := func(members int32, r map[corev1.ResourceName]string) []summary {
+		return []summary{{Name: "train", ReplicatedJobs: []string{"a"}, MinMember: members, MinResources: r, PriorityClass: []string{""}}}
+	}
+	sidecar := func(name, cpu, memory string) corev1.Container {
+		return corev1.Container{Name: name, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: requests(cpu, memory)}
+	}
+	long := strings.Repeat("n", 56)                    // long-stage-1 is 64 characters
+	eleven := make([]jobsetv1alpha2.ReplicatedJob, 11) // stages 0 to 10
+	for i := range eleven {
+		eleven[i] = rj(fmt.Sprint("r", i), 1, nil, nil, "1", "1Gi")
+	}
+	twoStages := func(name string) []summary {
+		return []summary{
+			{Name: name + "-stage-0", ReplicatedJobs: []string{"a"}, Sequenced: true, MinMember: 1, MinResources: res("1", "1Gi"), PriorityClass: []string{""}},
+			{Name: name + "-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 1, MinResources: res("1", "1Gi"), PriorityClass: []string{""}},
+		}
+	}
+	cases := map[string]struct {
+		js        *jobsetv1alpha2.JobSet
+		scheduler contract.Scheduler
+		want      []summary
+		wantErrs  []string
+	}{
+		"parallelism unset counts 1":          {js: single(rj("a", 3, nil, nil, "500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
+		"completions below parallelism":       {js: single(rj("a", 2, ptr.To[int32](4), ptr.To[int32](3), "250m", "512Mi")), want: one(6, res("1500m", "3Gi"))},
+		"completions unset means parallelism": {js: single(rj("a", 1, ptr.To[int32](3), nil, "500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
+		"completions above parallelism":       {js: single(rj("a", 1, ptr.To[int32](2), ptr.To[int32](5), "750m", "1536Mi")), want: one(2, res("1500m", "3Gi"))},
+		"summed over ReplicatedJobs, priority classes in spec order": {
+			js: jobSet("train", volcano,
+				rj("a", 1, nil, nil, "1", "1Gi", func(p *corev1.PodSpec) { p.PriorityClassName = "high" }),
+				rj("b", 2, nil, nil, "250m", "1Gi"),
+				rj("c", 1, ptr.To[int32](0), nil, "8", "8Gi", func(p *corev1.PodSpec) { p.PriorityClassName = "high" })),
+			want: []summary{{Name: "train", ReplicatedJobs: []string{"a", "b", "c"}, MinMember: 3, MinResources: res("1500m", "3Gi"), PriorityClass: []string{"high", ""}}},
+		},
+		// Per pod: containers 500m+250m, 1Gi+512Mi; init container 1, 256Mi; so max = 1, 1536Mi;
+		// plus overhead 250m, 512Mi = 1250m, 2Gi. Two pods.
+		"largest init container and overhead": {
+			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+				p.Containers = append(p.Containers, corev1.Container{Name: "second", Resources: requests("250m", "512Mi")})
+				p.InitContainers = []corev1.Container{{Name: "small", Resources: requests("100m", "128Mi")}, {Name: "init", Resources: requests("1", "256Mi")}}
+				p.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+			})),
+			want: one(2, res("2500m", "4Gi")),
+		},
+		// Per pod: container 500m, 1Gi plus sidecar 250m, 512Mi = 750m, 1536Mi. Two pods.
+		"sidecar adds to the containers": {
+			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+				p.InitContainers = []corev1.Container{sidecar("proxy", "250m", "512Mi")}
+			})),
+			want: one(2, res("1500m", "3Gi")),
+		},
+		// Per pod: containers and sidecar 750m, 1536Mi; the init container after the sidecar runs
+		// beside it: 1+250m, 256Mi+512Mi; max = 1250m, 1536Mi. Two pods.
+		"init container after a sidecar counts the sidecar": {
+			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+				p.InitContainers = []corev1.Container{sidecar("proxy", "250m", "512Mi"), {Name: "init", Resources: requests("1", "256Mi")}}
+			})),
+			want: one(2, res("2500m", "3Gi")),
+		},
+		"sequenced: a gang per stage": {
+			js: jobSet("train", sequenced, rj("a", 2, nil, nil, "500m", "1Gi"),
+				rj("b", 1, ptr.To[int32](3), ptr.To[int32](2), "250m", "512Mi", func(p *corev1.PodSpec) { p.PriorityClassName = "low" })),
+			want: []summary{
+				{Name: "train-stage-0", Stage: 0, ReplicatedJobs: []string{"a"}, Sequenced: true, MinMember: 2, MinResources: res("1", "2Gi"), PriorityClass: []string{""}},
+				{Name: "train-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 2, MinResources: res("500m", "1Gi"), PriorityClass: []string{"low"}},
+			},
+		},
+		"no ReplicatedJobs":                                  {js: jobSet("train", volcano)},
+		"stages that cannot be computed":                     {js: jobSet("train", kv(inOrder, "Sequential"), rj("a", 1, nil, nil, "1", "1Gi")), wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")}},
+		"coscheduling: stage name longer than a label value": {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, wantErrs: []string{fe(field.ErrorTypeInvalid, "metadata.name")}},
+		"coscheduling: stage 10's name is the longest":       {js: jobSet(long[1:], sequenced, eleven...), scheduler: contract.SchedulerCoscheduling, wantErrs: []string{fe(field.ErrorTypeInvalid, "metadata.name")}},
+		"coscheduling: stage name of 63 characters":          {js: jobSet(long[1:], sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
+		"volcano: the long name is fine (an annotation)":     {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), want: twoStages(long)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gangs, errs := Gangs(tc.js, stdcmp.Or(tc.scheduler, contract.SchedulerVolcano))
+			if diff := cmp.Diff(tc.wantErrs, errsOf(errs)); diff != "" {
+				t.Fatalf("errors (-want +got):\n%s\n%v", diff, errs)
+			}
+			if diff := cmp.Diff(tc.want, summarize(gangs)); diff != "" {
+				t.Errorf("gangs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// tmpl is what Inject writes on a pod template.
+type tmpl struct {
+	Annotations, Labels map[string]string
+	SchedulerName       string
+}
+
+func templates(js *jobsetv1alpha2.JobSet) []tmpl {
+	var out []tmpl
+	for _, r := range js.Spec.ReplicatedJobs {
+		pt := r.Template.Spec.Template
+		out = append(out, tmpl{pt.Annotations, pt.Labels, pt.Spec.SchedulerName})
+	}
+	return out
+}
+
+func TestInjectAndAdmitted(t *testing.T) {
+	const group, queue, podGroup = contract.VolcanoGroupNameAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.CoschedulingPodGroupLabelKey
+	seq := map[string]string{inOrder: "InOrder"}
+	cases := map[string]struct {
+		annotations map[string]string
+		settings    Settings
+		want        []tmpl
+	}{
+		"volcano with a queue": {nil, Settings{Scheduler: contract.SchedulerVolcano, Queue: "research"}, []tmpl{
+			{kv("keep", "me", group, "train", queue, "research"), nil, "volcano-sched"},
+			{kv(group, "train", queue, "research"), nil, "my-own"},
+		}},
+		"volcano, sequenced, no queue": {seq, Settings{Scheduler: contract.SchedulerVolcano}, []tmpl{
+			{kv("keep", "me", group, "train-stage-0"), nil, "volcano-sched"},
+			{kv(group, "train-stage-1"), nil, "my-own"},
+		}},
+		"coscheduling, sequenced": {seq, Settings{Scheduler: contract.SchedulerCoscheduling}, []tmpl{
+			{kv("keep", "me"), kv(podGroup, "train-stage-0"), "scheduler-plugins-scheduler"},
+			{nil, kv(podGroup, "train-stage-1"), "my-own"},
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := jobSet("train", tc.annotations, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv("keep", "me")
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "my-own"
+			gangs, errs := Gangs(js, tc.settings.Scheduler)
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			if Admitted(js, s, gangs) {
-				t.Fatal("Admitted before Inject")
+			if Admitted(js, tc.settings, gangs) {
+				t.Error("Admitted before Inject")
 			}
-			Inject(js, s, gangs, names)
+			Inject(js, tc.settings, gangs, names)
+			if diff := cmp.Diff(tc.want, templates(js)); diff != "" {
+				t.Errorf("templates (-want +got):\n%s", diff)
+			}
 			once := js.DeepCopy()
-			Inject(js, s, gangs, names)
+			Inject(js, tc.settings, gangs, names)
 			if diff := cmp.Diff(once, js); diff != "" {
-				t.Errorf("Inject is not idempotent (-once +twice):\n%s", diff)
+				t.Errorf("Inject twice differs from once (-once +twice):\n%s", diff)
 			}
-			if !Admitted(js, s, gangs) {
+			if !Admitted(js, tc.settings, gangs) {
 				t.Error("not Admitted after Inject")
 			}
-			for i, want := range []string{"train-stage-0", "train-stage-1"} {
-				pt := js.Spec.ReplicatedJobs[i].Template.Spec.Template
-				got := pt.Labels[contract.CoschedulingPodGroupLabelKey]
-				if s.Scheduler == contract.SchedulerVolcano {
-					got = pt.Annotations[contract.VolcanoGroupNameAnnotationKey]
-					if q, ok := pt.Annotations[contract.VolcanoQueueNameAnnotationKey]; q != s.Queue || ok != (s.Queue != "") {
-						t.Errorf("template %d queue annotation %q (set %t), want %q", i, q, ok, s.Queue)
-					}
-				}
-				if got != want {
-					t.Errorf("template %d names gang %q, want %q", i, got, want)
-				}
-				if pt.Spec.SchedulerName != names.For(s.Scheduler) {
-					t.Errorf("template %d schedulerName %q", i, pt.Spec.SchedulerName)
-				}
-			}
-			// A template whose gang name was changed is not admitted.
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations = nil
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Labels = nil
-			if Admitted(js, s, gangs) {
-				t.Error("Admitted with a template naming no gang")
+			// One template naming another gang (the other backend's key is left alone).
+			pt := &js.Spec.ReplicatedJobs[1].Template.Spec.Template
+			pt.Annotations = with(pt.Annotations, group, "other")
+			pt.Labels = with(pt.Labels, podGroup, "other")
+			if Admitted(js, tc.settings, gangs) {
+				t.Error("Admitted with template 1 naming gang \"other\"")
 			}
 		})
 	}
 }
 
 func TestSchedulerNameErrors(t *testing.T) {
-	js := jobSet("train", nil, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
-	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulerName = "volcano"
-	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "default-scheduler"
-	errs := SchedulerNameErrors(js, Settings{Scheduler: contract.SchedulerVolcano}, names)
-	if diff := cmp.Diff([]string{"spec.replicatedJobs[1].template.spec.template.spec.schedulerName"}, paths(errs)); diff != "" {
-		t.Errorf("paths (-want +got):\n%s", diff)
+	const at1 = "spec.replicatedJobs[1].template.spec.template.spec.schedulerName"
+	for _, tc := range []struct {
+		scheduler contract.Scheduler
+		names     [2]string
+		wantErrs  []string
+	}{
+		{contract.SchedulerVolcano, [2]string{"volcano-sched", "default-scheduler"}, []string{fe(field.ErrorTypeInvalid, at1)}},
+		{contract.SchedulerVolcano, [2]string{"", "volcano-sched"}, nil},
+		{contract.SchedulerCoscheduling, [2]string{"scheduler-plugins-scheduler", "volcano-sched"}, []string{fe(field.ErrorTypeInvalid, at1)}},
+	} {
+		js := jobSet("train", nil, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
+		for i, n := range tc.names {
+			js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulerName = n
+		}
+		if diff := cmp.Diff(tc.wantErrs, errsOf(SchedulerNameErrors(js, Settings{Scheduler: tc.scheduler}, names))); diff != "" {
+			t.Errorf("%s %q: errors (-want +got):\n%s", tc.scheduler, tc.names, diff)
+		}
 	}
 }
 
@@ -227,24 +348,30 @@ func (c classes) PriorityClassValue(name string) (int32, bool) {
 
 func TestPriorityClass(t *testing.T) {
 	known := classes{"high": 1000, "low": 10, "negative": -5}
-	for _, tc := range []struct {
-		names       []string
-		want        string
-		wantWarning bool
+	cases := map[string]struct {
+		classes []string
+		want    string
+		warning []string // what the warning must mention; none: no warning
 	}{
-		{[]string{"low"}, "low", false},
-		{[]string{"low", "high"}, "high", true},
-		{[]string{"unknown", "low"}, "low", true},
-		{[]string{"", "negative"}, "", true},
-		{[]string{""}, "", false},
-	} {
-		got, warning := Gang{Name: "g", PriorityClassNames: tc.names}.PriorityClass(known)
-		if got != tc.want || (warning != "") != tc.wantWarning {
-			t.Errorf("%q: got %q (warning %q), want %q (warning %t)", tc.names, got, warning, tc.want, tc.wantWarning)
+		"one class":               {[]string{"low"}, "low", nil},
+		"no class":                {[]string{""}, "", nil},
+		"highest wins":            {[]string{"low", "high"}, "high", []string{`"low"`, `"high"`, "(1000)"}},
+		"highest wins, any order": {[]string{"high", "low"}, "high", []string{`"low"`, `"high"`, "(1000)"}},
+		"unknown counts as 0":     {[]string{"unknown", "low"}, "low", []string{`"unknown"`, `"low"`, "(10)"}},
+		"unknown beats negative":  {[]string{"negative", "unknown"}, "unknown", []string{`"negative"`, `"unknown"`, "(0)"}},
+		"none beats negative":     {[]string{"", "negative"}, "", []string{`""`, `"negative"`, "(0)"}},
+	}
+	for name, tc := range cases {
+		got, warning := Gang{Name: "train", PriorityClassNames: tc.classes}.PriorityClass(known)
+		if got != tc.want {
+			t.Errorf("%s: class %q, want %q", name, got, tc.want)
 		}
-		for _, n := range tc.names {
-			if tc.wantWarning && n != "" && !strings.Contains(warning, n) {
-				t.Errorf("%q: warning %q does not name %q", tc.names, warning, n)
+		if (warning != "") != (tc.warning != nil) {
+			t.Errorf("%s: warning %q, want one: %t", name, warning, tc.warning != nil)
+		}
+		for _, s := range tc.warning {
+			if !strings.Contains(warning, s) {
+				t.Errorf("%s: warning %q does not mention %s", name, warning, s)
 			}
 		}
 	}

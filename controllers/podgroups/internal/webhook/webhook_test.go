@@ -3,7 +3,9 @@ package webhook
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,11 +14,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+const (
+	schedulerKey  = contract.SchedulerAnnotationKey
+	queueKey      = contract.VolcanoQueueNameAnnotationKey
+	topologyKey   = contract.NetworkTopologyAnnotationKey
+	timeoutKey    = contract.ScheduleTimeoutAnnotationKey
+	inOrderKey    = "sequencer.jobset-addons.io/execution-policy"
+	schedulerPath = "metadata.annotations[podgroups.jobset-addons.io/scheduler]"
+	timeoutPath   = "metadata.annotations[podgroups.jobset-addons.io/schedule-timeout-seconds]"
 )
 
 type classes map[string]int32
@@ -26,25 +39,41 @@ func (c classes) PriorityClassValue(name string) (int32, bool) {
 	return v, ok
 }
 
+// hook is the webhook of a cluster where the installed backends have their CRD.
 func hook(installed ...contract.Scheduler) *JobSetWebhook {
 	return &JobSetWebhook{
-		Names:     gang.SchedulerNames{Volcano: "volcano", Coscheduling: "scheduler-plugins-scheduler"},
+		Names:     gang.SchedulerNames{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"},
 		Installed: func(s contract.Scheduler) bool { return slices.Contains(installed, s) },
 		Classes:   classes{"high": 100, "low": 1},
 	}
 }
 
-func newJobSet(annotations map[string]string, priorityClasses ...string) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", Annotations: annotations}}
-	for i, pc := range priorityClasses {
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
-			Name: string(rune('a' + i)), Replicas: 1,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				PriorityClassName: pc, Containers: []corev1.Container{{Name: "main"}},
-			}}}},
-		})
+func kv(kvs ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < len(kvs); i += 2 {
+		m[kvs[i]] = kvs[i+1]
 	}
-	return js
+	return m
+}
+
+// rj is a ReplicatedJob of one pod with the schedulerName and priorityClassName.
+func rj(name, schedulerName, priorityClass string) jobsetv1alpha2.ReplicatedJob {
+	return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			SchedulerName: schedulerName, PriorityClassName: priorityClass, Containers: []corev1.Container{{Name: "main"}},
+		}},
+	}}}
+}
+
+func jobSet(name string, annotations map[string]string, rjs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: annotations},
+		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjs},
+	}
+}
+
+func pod(js *jobsetv1alpha2.JobSet, i int) *corev1.PodTemplateSpec {
+	return &js.Spec.ReplicatedJobs[i].Template.Spec.Template
 }
 
 func request(op admissionv1.Operation) context.Context {
@@ -52,131 +81,196 @@ func request(op admissionv1.Operation) context.Context {
 }
 
 func TestDefault(t *testing.T) {
-	volcano := map[string]string{contract.SchedulerAnnotationKey: "volcano"}
-	t.Run("create names the gang", func(t *testing.T) {
-		js := newJobSet(volcano, "", "")
-		if err := hook(contract.SchedulerVolcano).Default(request(admissionv1.Create), js); err != nil {
-			t.Fatal(err)
-		}
-		for _, rj := range js.Spec.ReplicatedJobs {
-			pt := rj.Template.Spec.Template
-			if pt.Annotations[contract.VolcanoGroupNameAnnotationKey] != "train" || pt.Spec.SchedulerName != "volcano" {
-				t.Errorf("%s: annotations %v, schedulerName %q", rj.Name, pt.Annotations, pt.Spec.SchedulerName)
-			}
-		}
-	})
-	for name, tc := range map[string]struct {
-		ctx context.Context
-		js  *jobsetv1alpha2.JobSet
+	long := strings.Repeat("n", 60)
+	cases := map[string]struct {
+		op   admissionv1.Operation
+		js   *jobsetv1alpha2.JobSet
+		want func(*jobsetv1alpha2.JobSet) // what Default changes; nil: nothing
 	}{
-		"update":                     {request(admissionv1.Update), newJobSet(volcano, "")},
-		"no podgroups annotation":    {request(admissionv1.Create), newJobSet(nil, "")},
-		"settings that do not parse": {request(admissionv1.Create), newJobSet(map[string]string{contract.SchedulerAnnotationKey: "nope"}, "")},
-	} {
-		t.Run(name+" changes nothing", func(t *testing.T) {
-			before := tc.js.DeepCopy()
-			if err := hook(contract.SchedulerVolcano).Default(tc.ctx, tc.js); err != nil {
+		"create: volcano with a queue": {
+			op: admissionv1.Create,
+			js: jobSet("train", kv(schedulerKey, "volcano", queueKey, "research"), rj("a", "", ""), rj("b", "my-own", "")),
+			want: func(js *jobsetv1alpha2.JobSet) {
+				for i := range 2 {
+					pod(js, i).Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train", queueKey, "research")
+				}
+				pod(js, 0).Spec.SchedulerName = "volcano-sched"
+			},
+		},
+		"create: coscheduling, sequenced": {
+			op: admissionv1.Create,
+			js: jobSet("train", kv(schedulerKey, "coscheduling", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", "")),
+			want: func(js *jobsetv1alpha2.JobSet) {
+				pod(js, 0).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-0")
+				pod(js, 1).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-1")
+				pod(js, 0).Spec.SchedulerName = "scheduler-plugins-scheduler"
+				pod(js, 1).Spec.SchedulerName = "scheduler-plugins-scheduler"
+			},
+		},
+		"update":                          {op: admissionv1.Update, js: jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", ""))},
+		"create: no podgroups annotation": {op: admissionv1.Create, js: jobSet("train", kv("other", "x"), rj("a", "", ""))},
+		"create: only Volcano's queue annotation": {op: admissionv1.Create, js: jobSet("train", kv(queueKey, "research"), rj("a", "", ""))},
+		"create: a setting the scheduler has not": {op: admissionv1.Create, js: jobSet("train", kv(schedulerKey, "volcano", timeoutKey, "30"), rj("a", "", ""))},
+		"create: settings that do not parse":      {op: admissionv1.Create, js: jobSet("train", kv(schedulerKey, "slurm"), rj("a", "", ""))},
+		"create: gang names that are too long":    {op: admissionv1.Create, js: jobSet(long, kv(schedulerKey, "coscheduling", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := tc.js.DeepCopy()
+			if tc.want != nil {
+				tc.want(want)
+			}
+			if err := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling).Default(request(tc.op), tc.js); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(before, tc.js); diff != "" {
-				t.Errorf("JobSet changed (-before +after):\n%s", diff)
+			if diff := cmp.Diff(want, tc.js); diff != "" {
+				t.Errorf("JobSet (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// causes are the field paths of a 422 Invalid error.
-func causes(t *testing.T, err error) []string {
+func fe(t field.ErrorType, path string) string { return string(t) + " " + path }
+
+// causes are "Type Field" of the causes of a 422 Invalid error about the JobSet.
+func causes(t *testing.T, err error, jobSet string) []string {
 	t.Helper()
 	if err == nil {
 		return nil
 	}
 	var status *apierrors.StatusError
-	if !errors.As(err, &status) || !apierrors.IsInvalid(err) || status.ErrStatus.Details == nil {
-		t.Fatalf("error %v is not a 422 Invalid with details", err)
+	if !errors.As(err, &status) || status.ErrStatus.Code != http.StatusUnprocessableEntity || !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v is not a 422 Invalid", err)
+	}
+	d := status.ErrStatus.Details
+	if d == nil || d.Kind != "JobSet" || d.Group != jobsetv1alpha2.GroupVersion.Group || d.Name != jobSet {
+		t.Fatalf("error details %+v: want JobSet %s", d, jobSet)
 	}
 	var out []string
-	for _, c := range status.ErrStatus.Details.Causes {
-		out = append(out, c.Field)
+	for _, c := range d.Causes {
+		out = append(out, string(c.Type)+" "+c.Field)
 	}
-	slices.Sort(out)
 	return out
 }
 
-func TestValidateCreate(t *testing.T) {
-	schedulerPath := contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey).String()
-	timeoutPath := contract.JobSetAnnotationPath(contract.ScheduleTimeoutAnnotationKey).String()
-	js := newJobSet(map[string]string{contract.SchedulerAnnotationKey: "coscheduling", contract.ScheduleTimeoutAnnotationKey: "-1"}, "low", "high")
-	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "volcano"
-
-	// Everything at once: a bad timeout, another scheduler in a template, coscheduling not
-	// installed; and a warning for the two priority classes.
-	warnings, err := hook(contract.SchedulerVolcano).ValidateCreate(context.Background(), js)
-	want := []string{schedulerPath, timeoutPath, "spec.replicatedJobs[1].template.spec.template.spec.schedulerName"}
-	slices.Sort(want)
-	if diff := cmp.Diff(want, causes(t, err)); diff != "" {
-		t.Errorf("causes (-want +got):\n%s", diff)
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("n", 60)
+	volcano, coscheduling := contract.SchedulerVolcano, contract.SchedulerCoscheduling
+	cases := map[string]struct {
+		js        *jobsetv1alpha2.JobSet
+		installed []contract.Scheduler
+		wantErrs  []string
+		warnings  [][]string // what each warning must mention
+	}{
+		"every problem in one list": {
+			js:        jobSet(long, kv(schedulerKey, "coscheduling", timeoutKey, "abc", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "volcano-sched", "high")),
+			installed: []contract.Scheduler{volcano},
+			wantErrs: []string{
+				fe(field.ErrorTypeInvalid, timeoutPath),
+				fe(field.ErrorTypeInvalid, schedulerPath),
+				fe(field.ErrorTypeInvalid, "spec.replicatedJobs[1].template.spec.template.spec.schedulerName"),
+				fe(field.ErrorTypeInvalid, "metadata.name"),
+			},
+		},
+		"valid, priority classes differ in one gang": {
+			js:        jobSet("train", kv(schedulerKey, "volcano", queueKey, "research"), rj("a", "volcano-sched", "low"), rj("b", "", "high")),
+			installed: []contract.Scheduler{volcano},
+			warnings:  [][]string{{"train", `"low"`, `"high"`}},
+		},
+		"valid, sequenced, one class per gang": {
+			js:        jobSet("train", kv(schedulerKey, "coscheduling", timeoutKey, "30", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "", "high")),
+			installed: []contract.Scheduler{coscheduling},
+		},
+		"not installed, otherwise valid": {
+			js:       jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", "")),
+			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
+		},
+		"unknown scheduler: nothing else is checked": {
+			js:       jobSet(long, kv(schedulerKey, "slurm", inOrderKey, "InOrder"), rj("a", "default-scheduler", "low"), rj("b", "", "high")),
+			wantErrs: []string{fe(field.ErrorTypeNotSupported, schedulerPath)},
+		},
+		"topology without scheduler": {js: jobSet("train", kv(topologyKey, "{mode: hard}"), rj("a", "", "")), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
+		"timeout without scheduler":  {js: jobSet("train", kv(timeoutKey, "30"), rj("a", "", "")), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
+		"plain JobSet":               {js: jobSet("train", nil, rj("a", "default-scheduler", "low"), rj("b", "", "high"))},
 	}
-	if len(warnings) != 1 {
-		t.Errorf("warnings %q, want one about the priority classes", warnings)
-	}
-
-	// Installed and valid: admitted, still warned.
-	js.Annotations[contract.ScheduleTimeoutAnnotationKey] = "30"
-	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = ""
-	warnings, err = hook(contract.SchedulerCoscheduling).ValidateCreate(context.Background(), js)
-	if err != nil || len(warnings) != 1 {
-		t.Errorf("ValidateCreate = %q, %v; want one warning and no error", warnings, err)
-	}
-	// A JobSet that does not use podgroups is not looked at.
-	if warnings, err := hook().ValidateCreate(context.Background(), newJobSet(nil, "low", "high")); err != nil || len(warnings) > 0 {
-		t.Errorf("plain JobSet: %q, %v", warnings, err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := hook(tc.installed...)
+			warnings, errs := w.Validate(tc.js)
+			var got []string
+			for _, e := range errs {
+				got = append(got, fe(e.Type, e.Field))
+			}
+			if diff := cmp.Diff(tc.wantErrs, got); diff != "" {
+				t.Errorf("Validate errors (-want +got):\n%s\n%v", diff, errs)
+			}
+			if len(warnings) != len(tc.warnings) {
+				t.Fatalf("warnings %q, want %d", warnings, len(tc.warnings))
+			}
+			for i, mentions := range tc.warnings {
+				for _, m := range mentions {
+					if !strings.Contains(warnings[i], m) {
+						t.Errorf("warning %q does not mention %s", warnings[i], m)
+					}
+				}
+			}
+			createWarnings, err := w.ValidateCreate(context.Background(), tc.js)
+			if diff := cmp.Diff(tc.wantErrs, causes(t, err, tc.js.Name)); diff != "" {
+				t.Errorf("ValidateCreate causes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(warnings, createWarnings); diff != "" {
+				t.Errorf("ValidateCreate warnings (-Validate +ValidateCreate):\n%s", diff)
+			}
+		})
 	}
 }
 
 func TestValidateUpdate(t *testing.T) {
-	base := map[string]string{
-		contract.SchedulerAnnotationKey:        "volcano",
-		contract.VolcanoQueueNameAnnotationKey: "research",
-		contract.NetworkTopologyAnnotationKey:  "{mode: hard}",
+	// Each key with two values; ValidateUpdate does not parse them.
+	keys := []struct{ key, from, to string }{
+		{schedulerKey, "volcano", "coscheduling"},
+		{queueKey, "research", "production"},
+		{topologyKey, "{mode: hard}", "{mode: soft}"},
+		{timeoutKey, "30", "60"},
 	}
-	for _, key := range gang.ImmutableKeys {
-		for name, edit := range map[string]func(map[string]string){
-			"changed": func(a map[string]string) { a[key] = a[key] + "x" },
-			"removed": func(a map[string]string) { delete(a, key) },
+	path := func(key string) string { return contract.JobSetAnnotationPath(key).String() }
+	for _, k := range keys {
+		for name, tc := range map[string]struct{ old, new map[string]string }{
+			"changed": {kv(k.key, k.from), kv(k.key, k.to)},
+			"added":   {kv(), kv(k.key, k.to)},
+			"removed": {kv(k.key, k.from), kv()},
 		} {
-			t.Run(key+" "+name, func(t *testing.T) {
-				oldJS := newJobSet(map[string]string{}, "")
-				for k, v := range base {
-					oldJS.Annotations[k] = v
-				}
-				if key == contract.ScheduleTimeoutAnnotationKey {
-					oldJS.Annotations[key] = "30"
-				}
-				newJS := oldJS.DeepCopy()
-				edit(newJS.Annotations)
-				_, err := hook(contract.SchedulerVolcano).ValidateUpdate(context.Background(), oldJS, newJS)
-				if diff := cmp.Diff([]string{contract.JobSetAnnotationPath(key).String()}, causes(t, err)); diff != "" {
+			t.Run(k.key+" "+name, func(t *testing.T) {
+				oldJS, newJS := jobSet("train", tc.old, rj("a", "", "")), jobSet("train", tc.new, rj("a", "", ""))
+				warnings, err := hook().ValidateUpdate(context.Background(), oldJS, newJS)
+				if diff := cmp.Diff([]string{fe(field.ErrorTypeForbidden, path(k.key))}, causes(t, err, "train")); diff != "" {
 					t.Errorf("causes (-want +got):\n%s", diff)
+				}
+				if warnings != nil {
+					t.Errorf("warnings %q", warnings)
 				}
 			})
 		}
 	}
-	t.Run("added", func(t *testing.T) {
-		oldJS := newJobSet(map[string]string{contract.SchedulerAnnotationKey: "volcano"}, "")
-		newJS := oldJS.DeepCopy()
-		newJS.Annotations[contract.VolcanoQueueNameAnnotationKey] = "q"
-		_, err := hook(contract.SchedulerVolcano).ValidateUpdate(context.Background(), oldJS, newJS)
-		if diff := cmp.Diff([]string{contract.JobSetAnnotationPath(contract.VolcanoQueueNameAnnotationKey).String()}, causes(t, err)); diff != "" {
+	t.Run("all four changed", func(t *testing.T) {
+		oldJS, newJS := jobSet("train", kv()), jobSet("train", kv())
+		var want []string
+		for _, k := range keys {
+			oldJS.Annotations[k.key], newJS.Annotations[k.key] = k.from, k.to
+			want = append(want, fe(field.ErrorTypeForbidden, path(k.key)))
+		}
+		_, err := hook().ValidateUpdate(context.Background(), oldJS, newJS)
+		if diff := cmp.Diff(want, causes(t, err, "train")); diff != "" {
 			t.Errorf("causes (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("unchanged", func(t *testing.T) {
-		js := newJobSet(map[string]string{contract.SchedulerAnnotationKey: "volcano", "other": "x"}, "")
-		changed := js.DeepCopy()
-		changed.Annotations["other"] = "y"
-		if _, err := hook(contract.SchedulerVolcano).ValidateUpdate(context.Background(), js, changed); err != nil {
-			t.Errorf("an unrelated change refused: %v", err)
+		oldJS := jobSet("train", kv(schedulerKey, "volcano", queueKey, "research", topologyKey, "{mode: hard}", "other", "x"), rj("a", "", ""))
+		newJS := oldJS.DeepCopy()
+		newJS.Annotations["other"] = "y"
+		newJS.Spec.ReplicatedJobs[0].Replicas = 2
+		if warnings, err := hook().ValidateUpdate(context.Background(), oldJS, newJS); err != nil || warnings != nil {
+			t.Errorf("ValidateUpdate = %q, %v; want nothing", warnings, err)
 		}
 	})
 }
