@@ -99,6 +99,10 @@ func TestSequencerKilled(t *testing.T) {
 		framework.Eventually(ctx, t, time.Minute, "b released", func(ctx context.Context) (bool, string, error) {
 			return count(pods("b"), func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }) == 2, "", nil
 		})
+		// Its Event is sent asynchronously: a process killed right after the release may never
+		// send it (Events are best effort). Kill once it is recorded, so that the count below
+		// tells whether the restarted sequencer tells b's release again.
+		expectEvents(ctx, t, c, js, "Released ReplicatedJob b (stage 1, restart attempt 0): a Complete")
 		stop()
 		framework.Eventually(ctx, t, time.Minute, "b Succeeded", func(ctx context.Context) (bool, string, error) {
 			return count(pods("b"), func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }) == 2, "", nil
