@@ -135,6 +135,14 @@ e2e: testbed-bins build ## e2e suites, one after another, on the testbed (starte
 test: ## Everything CI runs: verify, unit and integration, e2e on a fresh testbed, chart checks
 	hack/test.sh
 
+.PHONY: chaos
+chaos: build testbed-bins $(TESTBEDCTL) ## Full chaos (200 JobSets, 20 SIGKILLs per add-on), leader failover and a 60 s webhook outage; make e2e runs them reduced
+	hack/with-testbed.sh bash -c 'cd e2e && CHAOS_JOBSETS=$(CHAOS_JOBSETS) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_OUTAGE_SECONDS=$(CHAOS_OUTAGE_SECONDS) \
+		GOWORK=off go test -count=1 -v -timeout 60m ./suites/chaos/ 2>&1 | $(ROOT)/hack/test-summary.sh'
+CHAOS_JOBSETS ?= 200
+CHAOS_KILLS ?= 20
+CHAOS_OUTAGE_SECONDS ?= 60
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for $(FUZZTIME)
 	@cd pkg/contract && for f in $$(go test -list 'Fuzz.*' . | grep ^Fuzz); do \

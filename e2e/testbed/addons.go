@@ -2,11 +2,16 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,44 +38,78 @@ func (c Config) AddonPorts(name string) AddonPorts {
 // here. It returns once the controller is ready and, if probe
 // is given, once probe passes (a request that shows the webhooks answer).
 func StartAddon(ctx context.Context, c Config, name string, probe func(context.Context) error, extraArgs ...string) error {
-	dir := filepath.Join(c.WorkDir, "addons", name)
-	caPEM, err := ServingCert(filepath.Join(dir, "certs"))
+	s, err := c.prepareAddon(ctx, name, extraArgs)
 	if err != nil {
 		return err
+	}
+	if err := s.start(ctx, name, c.AddonPorts(name)); err != nil {
+		return err
+	}
+	return s.register(ctx, c.AddonPorts(name).Webhook, probe)
+}
+
+// addonSetup is what every process of one add-on shares: its certificate, its chart render,
+// its kubeconfig (its ServiceAccount's) and its arguments.
+type addonSetup struct {
+	c          Config
+	name       string
+	dir        string
+	caPEM      []byte
+	manifests  []byte
+	kubeconfig string
+	args       []string
+}
+
+func (c Config) prepareAddon(ctx context.Context, name string, extraArgs []string) (*addonSetup, error) {
+	s := &addonSetup{c: c, name: name, dir: filepath.Join(c.WorkDir, "addons", name), args: extraArgs}
+	var err error
+	if s.caPEM, err = ServingCert(filepath.Join(s.dir, "certs")); err != nil {
+		return nil, err
 	}
 	cs, err := c.Clientset()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ensureNamespace(ctx, cs, AddonNamespace); err != nil {
-		return err
+		return nil, err
 	}
-	manifests, err := c.chartWebhooks(ctx, name)
-	if err != nil {
-		return err
+	if s.manifests, err = c.chartWebhooks(ctx, name); err != nil {
+		return nil, err
 	}
-	kubeconfig, err := c.addonKubeconfig(ctx, cs, manifests, dir)
-	if err != nil {
-		return err
+	if s.kubeconfig, err = c.addonKubeconfig(ctx, cs, s.manifests, s.dir); err != nil {
+		return nil, err
 	}
-	p := c.AddonPorts(name)
+	return s, nil
+}
+
+// start runs one process of the add-on, named proc, on ports p, and waits until it is ready.
+func (s *addonSetup) start(ctx context.Context, proc string, p AddonPorts) error {
 	args := append([]string{
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", s.kubeconfig,
 		"--namespace", AddonNamespace, "--leader-election-namespace", AddonNamespace,
-		"--cert-mode", "external", "--cert-dir", filepath.Join(dir, "certs"),
+		"--cert-mode", "external", "--cert-dir", filepath.Join(s.dir, "certs"),
 		"--webhook-host", "127.0.0.1", fmt.Sprintf("--webhook-port=%d", p.Webhook),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", p.Health),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.Metrics),
 		"--log-format", "console",
-	}, extraArgs...)
-	logPath, err := StartProcess(c, name, filepath.Join(c.Root, "bin", name), args...)
+	}, s.args...)
+	logPath, err := StartProcess(s.c, proc, filepath.Join(s.c.Root, "bin", s.name), args...)
 	if err != nil {
 		return err
 	}
 	if err := WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.Health), time.Minute); err != nil {
-		return fmt.Errorf("%s: %w; see %s", name, err, logPath)
+		return fmt.Errorf("%s: %w; see %s", proc, err, logPath)
 	}
-	if err := RegisterWebhooks(ctx, cs, manifests, fmt.Sprintf("https://127.0.0.1:%d", p.Webhook), caPEM, WebhookEdits{}); err != nil {
+	return nil
+}
+
+// register registers the add-on's webhooks, calling 127.0.0.1:port, and waits for probe.
+func (s *addonSetup) register(ctx context.Context, port int, probe func(context.Context) error) error {
+	cs, err := s.c.Clientset()
+	if err != nil {
+		return err
+	}
+	if err := RegisterWebhooks(ctx, cs, s.manifests, fmt.Sprintf("https://127.0.0.1:%d", port), s.caPEM, WebhookEdits{}); err != nil {
 		return err
 	}
 	if probe == nil {
@@ -84,7 +123,93 @@ func StartAddon(ctx context.Context, c Config, name string, probe func(context.C
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("%s's webhooks do not answer: %w", name, last)
+	return fmt.Errorf("%s's webhooks do not answer: %w", s.name, last)
+}
+
+// MaxReplicas is how many replicas of one add-on StartAddonReplicas can run.
+const MaxReplicas = 2
+
+// ReplicaPorts are the ports of replica r of the add-on name run by StartAddonReplicas: the
+// ones after AddonPorts, within the ten ports of each add-on.
+func (c Config) ReplicaPorts(name string, r int) AddonPorts {
+	b := c.AddonPorts(name).Webhook + 3 + 3*r
+	return AddonPorts{Webhook: b, Health: b + 1, Metrics: b + 2}
+}
+
+// AddonReplicas are the processes of one add-on run as a Deployment of several replicas would
+// run: each its own process, all electing one leader through the same Lease, each serving the
+// webhooks, with a Front in the place of the Service. The Front lives in the calling process.
+type AddonReplicas struct {
+	setup *addonSetup
+	Name  string
+	N     int
+	Front *Front
+}
+
+// StartAddonReplicas runs n (at most MaxReplicas) replicas of the add-on name, with its webhooks
+// registered as StartAddon does but calling a Front on the add-on's webhook port that forwards to
+// any live replica. Replica r is the process NAME-r.
+func StartAddonReplicas(ctx context.Context, c Config, name string, n int, probe func(context.Context) error, extraArgs ...string) (*AddonReplicas, error) {
+	if n < 1 || n > MaxReplicas {
+		return nil, fmt.Errorf("%d replicas: want 1 to %d", n, MaxReplicas)
+	}
+	s, err := c.prepareAddon(ctx, name, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	a := &AddonReplicas{setup: s, Name: name, N: n}
+	var backends []string
+	for r := range n {
+		backends = append(backends, fmt.Sprintf("127.0.0.1:%d", c.ReplicaPorts(name, r).Webhook))
+		if err := a.Start(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	if a.Front, err = NewFront(fmt.Sprintf("127.0.0.1:%d", c.AddonPorts(name).Webhook), backends...); err != nil {
+		return nil, err
+	}
+	return a, s.register(ctx, c.AddonPorts(name).Webhook, probe)
+}
+
+// Proc is the process name of replica r.
+func (a *AddonReplicas) Proc(r int) string { return fmt.Sprintf("%s-%d", a.Name, r) }
+
+// Start (re)starts replica r and waits until it is ready.
+func (a *AddonReplicas) Start(ctx context.Context, r int) error {
+	return a.setup.start(ctx, a.Proc(r), a.setup.c.ReplicaPorts(a.Name, r))
+}
+
+// Kill kills replica r with SIGKILL.
+func (a *AddonReplicas) Kill(r int) error { return endProcess(a.setup.c, a.Proc(r), syscall.SIGKILL) }
+
+// Leader is the replica that holds the lease, from each one's leader_election_master_status.
+func (a *AddonReplicas) Leader(ctx context.Context) (int, bool) {
+	for r := range a.N {
+		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", a.setup.c.ReplicaPorts(a.Name, r).Metrics)
+		if v, err := ScrapeGauge(ctx, url, "leader_election_master_status"); err == nil && v == 1 {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// Stop stops every replica and the Front, and removes the webhook configurations.
+func (a *AddonReplicas) Stop(ctx context.Context) error {
+	var errs []error
+	for r := range a.N {
+		errs = append(errs, stopProcess(a.setup.c, a.Proc(r)))
+	}
+	if a.Front != nil {
+		a.Front.Close()
+	}
+	if healthy(ctx, a.setup.c) {
+		if cs, err := a.setup.c.Clientset(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, DeleteWebhooks(ctx, cs, a.setup.manifests))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // StopAddon stops the add-on and removes its webhook configurations, if the cluster still runs.
@@ -128,4 +253,28 @@ func (c Config) chartWebhooks(ctx context.Context, name string) ([]byte, error) 
 		return nil, fmt.Errorf("rendering the chart's webhooks for %s: %w", name, err)
 	}
 	return out, nil
+}
+
+// ScrapeGauge is the value of the first sample of metric (a name without labels, or with its
+// labels) in the Prometheus text served at url.
+func ScrapeGauge(ctx context.Context, url, metric string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, metric+" ") || strings.HasPrefix(line, metric+"{") {
+			return strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		}
+	}
+	return 0, fmt.Errorf("%s serves no %s", url, metric)
 }

@@ -60,6 +60,7 @@ func kwokctlConfig(c Config) ([]byte, error) {
 			"kubectlBinary":               c.Bin("kubectl"),
 			"etcdBinary":                  c.Bin("etcd"),
 			"kwokControllerBinary":        c.Bin("kwok"),
+			"kubeAuditPolicy":             c.auditPolicyPath(),
 		},
 		"componentsPatches": []any{map[string]any{
 			"name":      "kube-controller-manager",
@@ -172,12 +173,40 @@ func startCluster(ctx context.Context, c Config, log func(string, ...any)) error
 	if err != nil {
 		return err
 	}
+	if err := os.WriteFile(c.auditPolicyPath(), []byte(auditPolicy), 0o644); err != nil {
+		return err
+	}
 	cfgPath := filepath.Join(c.WorkDir, "kwokctl.yaml")
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return err
 	}
 	return run(ctx, c, "kwokctl", "create", "cluster", "--name", c.Name, "--runtime", "binary",
 		"--config", cfgPath, "--kubeconfig", c.Kubeconfig(), "--wait", "2m")
+}
+
+// auditPolicy has the apiserver log, at Metadata level, every create by an add-on's
+// ServiceAccount of the objects the add-ons make, and nothing else: the record that proves no
+// object was created twice (AuditCreates).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create]
+  userGroups: ["system:serviceaccounts:` + AddonNamespace + `"]
+  resources:
+  - {group: "", resources: [persistentvolumeclaims]}
+  - {group: resource.k8s.io, resources: [resourceclaims]}
+  - {group: scheduling.volcano.sh, resources: [podgroups]}
+  - {group: scheduling.x-k8s.io, resources: [podgroups]}
+- level: None
+`
+
+func (c Config) auditPolicyPath() string { return filepath.Join(c.WorkDir, "audit-policy.yaml") }
+
+// AuditLog is the apiserver's audit log (see auditPolicy).
+func (c Config) AuditLog() string {
+	return filepath.Join(c.kwokDir(), "clusters", c.Name, "logs", "audit.log")
 }
 
 func stopCluster(ctx context.Context, c Config) error {

@@ -27,7 +27,8 @@ func StartProcess(c Config, name, bin string, args ...string) (logPath string, e
 		return "", err
 	}
 	logPath = filepath.Join(dir, name+".log")
-	logf, err := os.Create(logPath)
+	// Appended to, so that the log of a replica that was killed and restarted keeps both lives.
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return "", err
 	}

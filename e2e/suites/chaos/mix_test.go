@@ -1,0 +1,269 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// The mix: JobSet i has shape i%4, and retention Retain when (i/4) is even, Delete when odd.
+//
+//	0 storage+claims  volumeclaims (shared data, per-pod ckpt on worker) and resourceclaims (dev
+//	                  on worker); default scheduler; worker 2 Jobs x 2 pods.
+//	1 staged-volcano  sequencer InOrder (init 1x1, then train 2x2) and a Volcano gang per stage.
+//	2 staged-cosched  sequencer InOrder (init, then train), a coscheduling gang per stage and
+//	                  per-pod ckpt PVCs on train.
+//	3 fan-in          sequencer depends-on: c (2 Jobs x 1 pod, claim dev) after a and b; shared
+//	                  data PVC mounted by all; default scheduler.
+const shapes = 4
+
+// deviceClass is the chaos suite's DRA class: network-attached devices, enough for every claim.
+const deviceClass = "chaos.testbed.jobset-addons.io"
+
+func retention(i int) string {
+	if (i/shapes)%2 == 0 {
+		return "Retain"
+	}
+	return "Delete"
+}
+
+func jobSetName(i int) string {
+	return fmt.Sprintf("%s-%03d", []string{"sc", "sv", "sk", "fi"}[i%shapes], i)
+}
+
+const (
+	dataPolicy = `
+      - templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]
+        retentionPolicy: {whenComplete: %[1]s}`
+	ckptPolicy = `
+      - targetReplicatedJobs: [%[2]s]
+        templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
+        retentionPolicy: {whenComplete: %[1]s}`
+	claimTemplates = `
+          resourceclaims.jobset-addons.io/templates: |
+            - metadata: {name: dev}
+              spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + deviceClass + `}}]}}
+              whenJobFinished: %[1]s`
+)
+
+// replicated is one ReplicatedJob of jobs Jobs of pods Indexed pods each (2 s runs), mounting
+// mounts, with extra template annotations (indented YAML lines).
+func replicated(name string, jobs, pods int, annotations string, mounts ...string) string {
+	var vm string
+	for _, m := range mounts {
+		vm += fmt.Sprintf("{name: %s, mountPath: /%s}, ", m, m)
+	}
+	meta := ""
+	if annotations != "" {
+		meta = "\n      metadata:\n        annotations:" + annotations
+	}
+	return fmt.Sprintf(`
+  - name: %s
+    replicas: %d
+    template:%s
+      spec:
+        parallelism: %d
+        completions: %d
+        completionMode: Indexed
+        backoffLimit: 0
+        template:
+          metadata: {annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 2s}}
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: main
+              image: busybox
+              resources: {requests: {cpu: 100m}}
+              volumeMounts: [%s]`, name, jobs, meta, pods, pods, strings.TrimSuffix(vm, ", "))
+}
+
+// mixJobSet is JobSet i of the mix in namespace ns.
+func mixJobSet(ns string, i int) (*jobsetv1alpha2.JobSet, error) {
+	ret := retention(i)
+	var annotations, rjobs string
+	policies := func(ps ...string) string {
+		return "\n    " + contract.PoliciesAnnotationKey + ": |" + fmt.Sprintf(strings.Join(ps, ""), ret, "worker", "train")
+	}
+	switch i % shapes {
+	case 0:
+		annotations = policies(dataPolicy, ckptPolicy)
+		rjobs = replicated("worker", 2, 2, fmt.Sprintf(claimTemplates, ret), "data", "ckpt")
+	case 1:
+		annotations = "\n    " + contract.ExecutionPolicyAnnotationKey + ": InOrder\n    " + contract.SchedulerAnnotationKey + ": volcano"
+		rjobs = replicated("init", 1, 1, "") + replicated("train", 2, 2, "")
+	case 2:
+		annotations = "\n    " + contract.ExecutionPolicyAnnotationKey + ": InOrder\n    " + contract.SchedulerAnnotationKey + ": coscheduling" +
+			policies(strings.ReplaceAll(ckptPolicy, "%[2]s", "%[3]s"))
+		rjobs = replicated("init", 1, 1, "") + replicated("train", 2, 2, "", "ckpt")
+	case 3:
+		annotations = policies(dataPolicy)
+		dependsOn := "\n          " + contract.DependsOnAnnotationKey + ": '[{name: a, status: Complete}, {name: b, status: Complete}]'"
+		rjobs = replicated("a", 1, 1, "", "data") + replicated("b", 1, 1, "", "data") +
+			replicated("c", 2, 1, dependsOn+fmt.Sprintf(claimTemplates, ret), "data")
+	}
+	doc := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: %s
+  namespace: %s
+  annotations:%s
+spec:
+  replicatedJobs:%s
+`, jobSetName(i), ns, annotations, rjobs)
+	js := &jobsetv1alpha2.JobSet{}
+	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
+		return nil, fmt.Errorf("JobSet %d: %w\n%s", i, err, doc)
+	}
+	return js, nil
+}
+
+// stagesOf are the ReplicatedJobs of JobSet i in the order they must run; one stage for shape 0.
+func stagesOf(i int) [][]string {
+	return [][][]string{{{"worker"}}, {{"init"}, {"train"}}, {{"init"}, {"train"}}, {{"a", "b"}, {"c"}}}[i%shapes]
+}
+
+// expected are the objects JobSet i makes, by kind, each with whether it must exist at the end.
+type expected struct {
+	pvcs, claims, podGroups map[string]bool
+}
+
+func expectedOf(i int) expected {
+	name, keep := jobSetName(i), retention(i) == "Retain"
+	e := expected{pvcs: map[string]bool{}, claims: map[string]bool{}, podGroups: map[string]bool{}}
+	perPod := func(rj string, jobs, pods int) {
+		for j := range jobs {
+			for p := range pods {
+				n, _ := contract.PerPodVolumeClaimName("ckpt", name, rj, j, p)
+				e.pvcs[n] = keep
+			}
+		}
+	}
+	claims := func(rj string, jobs int) {
+		for j := range jobs {
+			n, _ := contract.ResourceClaimName(fmt.Sprintf("%s-%s-%d", name, rj, j), "dev", 0)
+			e.claims[n] = keep
+		}
+	}
+	shared := func() { n, _ := contract.SharedVolumeClaimName("data", name); e.pvcs[n] = keep }
+	stagePodGroups := func() {
+		for s := range 2 {
+			n, _ := contract.StagePodGroupName(name, s)
+			e.podGroups[n] = false // deleted once the stage, then the JobSet, finished
+		}
+	}
+	switch i % shapes {
+	case 0:
+		shared()
+		perPod("worker", 2, 2)
+		claims("worker", 2)
+	case 1:
+		stagePodGroups()
+	case 2:
+		stagePodGroups()
+		perPod("train", 2, 2)
+	case 3:
+		shared()
+		claims("c", 2)
+	}
+	return e
+}
+
+// probeAll passes once every add-on's webhooks answer: a dry-run of a JobSet of shape 2 comes
+// back mutated by volumeclaims, sequencer and podgroups, and a dry-run Job with a claim template
+// comes back with its claim.
+func probeAll(ctx context.Context, cfg *envconf.Config) error {
+	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		return err
+	}
+	js, err := mixJobSet(corev1.NamespaceDefault, 2)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, js, client.DryRunAll); err != nil {
+		return err
+	}
+	train := js.Spec.ReplicatedJobs[1].Template.Spec.Template
+	if js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] == "" || train.Labels[contract.CoschedulingPodGroupLabelKey] == "" ||
+		train.Labels[contract.SequencerGatedLabelKey] == "" {
+		return fmt.Errorf("the JobSet came back unmutated: annotations %v, train labels %v", js.Annotations, train.Labels)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceDefault, Name: "probe-w-0",
+			Labels:      map[string]string{contract.JobSetNameLabelKey: "probe"},
+			Annotations: map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: a}, spec: {}}]`}},
+		Spec: js.Spec.ReplicatedJobs[0].Template.Spec,
+	}
+	if err := c.Create(ctx, job, client.DryRunAll); err != nil {
+		return err
+	}
+	if len(job.Spec.Template.Spec.ResourceClaims) != 1 {
+		return errors.New("the Job came back without its claim")
+	}
+	return nil
+}
+
+// publishDevices publishes the chaos DeviceClass and 4 ResourceSlices of 128 network-attached
+// devices (allNodes) in one pool: more than every claim of the full run holds at once.
+func publishDevices(ctx context.Context, cfg *envconf.Config) error {
+	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		return err
+	}
+	objs := []client.Object{&resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: deviceClass},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + deviceClass + `"`}}}},
+	}}
+	const slices = 4
+	for s := range slices {
+		rs := &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("chaos-%d", s)},
+			Spec: resourcev1.ResourceSliceSpec{Driver: deviceClass, AllNodes: ptr.To(true),
+				Pool: resourcev1.ResourcePool{Name: "chaos", ResourceSliceCount: slices}},
+		}
+		for d := range 128 {
+			rs.Spec.Devices = append(rs.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("d%d-%d", s, d)})
+		}
+		objs = append(objs, rs)
+	}
+	for _, o := range objs {
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, o)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createRetrying creates obj, retrying for up to timeout while the apiserver cannot reach a
+// webhook (a replica killed in the middle of a call, an outage); it returns how many tries
+// failed and the first failure's message.
+func createRetrying(ctx context.Context, c client.Client, obj client.Object, timeout time.Duration) (failed int, first string, err error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		err = c.Create(ctx, obj.DeepCopyObject().(client.Object))
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+			return failed, first, err
+		}
+		if failed == 0 {
+			first = err.Error()
+		}
+		failed++
+		time.Sleep(250 * time.Millisecond)
+	}
+}
