@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +60,49 @@ func CreateRefused(ctx context.Context, t *testing.T, c client.Client, obj clien
 	if !ok {
 		t.Fatalf("error %v has no field causes", err)
 	}
+	ExpectCauses(t, err, obj.GetNamespace())
 	return paths, err
+}
+
+// ExpectCauses compares the causes of the refusal err, one "field: message" a line, sorted,
+// with the calling suite's golden file testdata/refusals/TEST.txt (TEST is the test's name), so
+// that every bad input is pinned to its exact paths and messages; the namespace ns reads as
+// NAMESPACE there. With E2E_UPDATE_GOLDEN=1 it writes the file instead: review the diff.
+func ExpectCauses(t *testing.T, err error, ns string) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		t.Errorf("error %v has no causes", err)
+		return
+	}
+	var lines []string
+	for _, c := range status.Status().Details.Causes {
+		line := c.Field + ": " + c.Message
+		if ns != "" {
+			line = strings.ReplaceAll(line, ns, "NAMESPACE")
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	got := strings.Join(lines, "\n") + "\n"
+	file := filepath.Join("testdata", "refusals", strings.NewReplacer("/", "__", " ", "_", ":", "_").Replace(t.Name())+".txt")
+	if os.Getenv("E2E_UPDATE_GOLDEN") == "1" {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, rerr := os.ReadFile(file)
+	if rerr != nil {
+		t.Errorf("no golden refusal %s (E2E_UPDATE_GOLDEN=1 writes it): %v\ngot:\n%s", file, rerr, got)
+		return
+	}
+	if string(want) != got {
+		t.Errorf("refusal causes differ from %s\nwant:\n%sgot:\n%s", file, want, got)
+	}
 }
 
 // warnings collects the apiserver's warning headers.

@@ -39,17 +39,20 @@ func TestLeaderFailover(t *testing.T) {
 		load, stopLoad := context.WithCancel(ctx)
 		loaded := make(chan int)
 		go func() {
-			n := 0
+			n := 0 // JobSets created
 			defer func() { loaded <- n }()
-			for ; load.Err() == nil; n++ {
+			for load.Err() == nil {
 				js, err := mixJobSet(ns, n)
 				if err == nil {
 					_, _, err = createRetrying(load, c, js, time.Minute)
 				}
-				if err != nil && load.Err() == nil {
-					t.Errorf("load: %v", err)
+				if err != nil {
+					if load.Err() == nil {
+						t.Errorf("load: %v", err)
+					}
 					return
 				}
+				n++
 				time.Sleep(500 * time.Millisecond)
 			}
 		}()

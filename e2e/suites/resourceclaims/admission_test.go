@@ -62,6 +62,7 @@ func TestAdmission(t *testing.T) {
 				if err == nil {
 					t.Fatal("admitted")
 				}
+				framework.ExpectCauses(t, err, js.Namespace)
 				for _, w := range tc.want {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q\ndoes not contain %q", err, w)
