@@ -9,27 +9,36 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // TestRunOnAPIServer starts the runtime against a real apiserver and etcd (envtest, on the
-// testbed's binaries) with self-signed webhook certificates, leader election and a gate.
+// testbed's binaries) with self-signed webhook certificates, leader election and a gate, as the
+// volumeclaims ServiceAccount with exactly the RBAC the chart renders for it: so the chart's
+// Secret, Lease and webhook-configuration rules (each by resourceNames) are proven enough.
 func TestRunOnAPIServer(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make unit`, which points it at bin/testbed")
@@ -47,7 +56,13 @@ func TestRunOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ns, cfgName = "jobset-addons-system", "jobset-addons-test"
+	const (
+		ns      = "jobset-addons-system"
+		cfgName = "jobset-addons-volumeclaims"
+		secret  = "jobset-addons-volumeclaims-webhook-cert"
+		lease   = "volumeclaims.jobset-addons.io"
+		account = "jobset-addons-volumeclaims"
+	)
 	hook := func(name string) (admissionv1.WebhookClientConfig, []admissionv1.RuleWithOperations) {
 		return admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: ns, Name: "svc", Path: ptr.To("/" + name)}},
 			[]admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
@@ -58,7 +73,9 @@ func TestRunOnAPIServer(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		// The chart renders this Secret empty; cert-controller fills it.
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobset-addons-test-webhook-cert"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret}},
+		// Another add-on's Secret in the same namespace: out of this one's reach.
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobset-addons-podgroups-webhook-cert"}},
 		&admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cfgName}, Webhooks: []admissionv1.MutatingWebhook{{
 			Name: "m.test.jobset-addons.io", ClientConfig: mcc, Rules: mrules, SideEffects: ptr.To(admissionv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
 		}}},
@@ -70,13 +87,25 @@ func TestRunOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	applyChartRBAC(ctx, t, c, "volumeclaims")
+	asAddon := rest.CopyConfig(rc)
+	asAddon.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + account}
+	addonClient, err := client.New(asAddon, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addonClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "jobset-addons-podgroups-webhook-cert"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the add-on reading another add-on's Secret: err %v, want Forbidden", err)
+	}
 
-	// Two ConfigMaps, one managed by the add-on: the scoped cache must hold only that one.
+	// Two PVCs, one managed by the add-on: the scoped cache must hold only that one.
 	for name, lbls := range map[string]map[string]string{
 		"managed":   {contract.ManagedByLabelKey: "test.jobset-addons.io"},
 		"unrelated": nil,
 	} {
-		if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}); err != nil {
+		if err := c.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,19 +114,19 @@ func TestRunOnAPIServer(t *testing.T) {
 	setupGates := make(chan bool, 1)
 	cached := make(chan []string, 1)
 	opts := Options{
-		Name:               "test",
+		Name:               "volumeclaims",
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		FeatureGates:       map[featuregate.Feature]featuregate.FeatureSpec{"PartOne": {Default: false, PreRelease: featuregate.Alpha}},
-		Cache:              map[client.Object]cache.ByObject{&corev1.ConfigMap{}: ManagedBy("test.jobset-addons.io")},
+		Cache:              map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: ManagedBy("test.jobset-addons.io")},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
-			var cms corev1.ConfigMapList
-			if err := mgr.GetCache().List(ctx, &cms, client.InNamespace(ns)); err != nil {
+			var pvcs corev1.PersistentVolumeClaimList
+			if err := mgr.GetCache().List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
 				return err
 			}
 			var names []string
-			for _, cm := range cms.Items {
-				names = append(names, cm.Name)
+			for _, pvc := range pvcs.Items {
+				names = append(names, pvc.Name)
 			}
 			cached <- names
 			mgr.GetWebhookServer().Register("/ping", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "pong") }))
@@ -112,13 +141,12 @@ func TestRunOnAPIServer(t *testing.T) {
 		"--metrics-bind-address", "0",
 		"--webhook-host", "127.0.0.1", "--webhook-port", fmt.Sprint(webhookPort),
 		"--cert-dir", certDir,
-		"--webhook-configuration-name", cfgName,
 		"--feature-gates", "PartOne=true",
 	}
-	go mountSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: "jobset-addons-test-webhook-cert"}, certDir)
+	go mountSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: secret}, certDir)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- Run(runCtx, opts, args, rc) }()
+	go func() { done <- Run(runCtx, opts, args, asAddon) }()
 
 	select {
 	case enabled := <-setupGates:
@@ -132,14 +160,14 @@ func TestRunOnAPIServer(t *testing.T) {
 	}
 
 	if got := <-cached; len(got) != 1 || got[0] != "managed" {
-		t.Errorf("ConfigMaps in the scoped cache = %v, want only [managed]", got)
+		t.Errorf("PVCs in the scoped cache = %v, want only [managed]", got)
 	}
 
-	var secret corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "jobset-addons-test-webhook-cert"}, &secret); err != nil {
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &sec); err != nil {
 		t.Fatalf("certificate secret: %v", err)
 	}
-	ca := secret.Data["ca.crt"]
+	ca := sec.Data["ca.crt"]
 	if len(ca) == 0 {
 		t.Fatal("certificate secret has no ca.crt")
 	}
@@ -158,13 +186,15 @@ func TestRunOnAPIServer(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 
-	// The webhook server presents a certificate for the Service's DNS name, signed by the CA.
+	// The webhook server presents a certificate for the Service's DNS name, signed by the CA,
+	// over TLS 1.2 or newer only.
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: pool, ServerName: "jobset-addons-test-webhook." + ns + ".svc",
-	}}}
-	poll(ctx, t, "webhook server answers over TLS", func() bool {
+	tlsFor := func(max uint16) *tls.Config {
+		return &tls.Config{RootCAs: pool, ServerName: "jobset-addons-volumeclaims-webhook." + ns + ".svc", MinVersion: tls.VersionTLS10, MaxVersion: max}
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsFor(tls.VersionTLS12)}}
+	poll(ctx, t, "webhook server answers over TLS 1.2", func() bool {
 		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/ping", webhookPort))
 		if err != nil {
 			return false
@@ -173,11 +203,15 @@ func TestRunOnAPIServer(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b) == "pong"
 	})
+	if conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", webhookPort), tlsFor(tls.VersionTLS11)); err == nil {
+		conn.Close()
+		t.Error("the webhook server accepted a TLS 1.1 handshake")
+	}
 
-	var lease coordinationv1.Lease
+	var held coordinationv1.Lease
 	poll(ctx, t, "lease held", func() bool {
-		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "test.jobset-addons.io"}, &lease) == nil &&
-			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, &held) == nil &&
+			held.Spec.HolderIdentity != nil && *held.Spec.HolderIdentity != ""
 	})
 
 	stop()
@@ -189,10 +223,10 @@ func TestRunOnAPIServer(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return within 30s of cancel")
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "test.jobset-addons.io"}, &lease); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, &held); err != nil {
 		t.Fatal(err)
 	}
-	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+	if h := held.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("lease still held by %q after shutdown", *h)
 	}
 }
@@ -213,6 +247,33 @@ func mountSecret(ctx context.Context, c client.Client, key client.ObjectKey, dir
 		}
 		return true, nil
 	})
+}
+
+// applyChartRBAC renders the chart's RBAC for the one add-on name (helm from KUBEBUILDER_ASSETS,
+// where make testbed-bins links it) and creates it.
+func applyChartRBAC(ctx context.Context, t *testing.T, c client.Client, name string) {
+	t.Helper()
+	args := []string{"template", "jsa", "../../charts/jobset-addons", "--namespace", "jobset-addons-system", "--show-only", "templates/rbac.yaml",
+		"--show-only", "templates/serviceaccount.yaml"}
+	for _, n := range []string{"volumeclaims", "resourceclaims", "sequencer", "podgroups"} {
+		args = append(args, "--set", fmt.Sprintf("%s.enabled=%t", n, n == name))
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "helm"), args...).Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var o unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
+			t.Fatalf("chart RBAC: %v", err)
+		}
+		if len(o.Object) == 0 {
+			continue
+		}
+		if err := c.Create(ctx, &o); err != nil {
+			t.Fatalf("creating the chart's %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
 }
 
 func poll(ctx context.Context, t *testing.T, what string, cond func() bool) {

@@ -2,6 +2,7 @@ package addon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -126,6 +127,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 			Host:    cfg.WebhookHost,
 			Port:    cfg.WebhookPort,
 			CertDir: cfg.CertDir,
+			TLSOpts: []func(*tls.Config){webhookTLS},
 		}),
 	})
 	if err != nil {
@@ -211,8 +213,9 @@ func setupCertificates(mgr ctrl.Manager, opts Options, cfg Config) (<-chan struc
 		hooks = append(hooks, rotator.WebhookInfo{Name: cfg.WebhookConfigName, Type: rotator.Validating})
 	}
 	svc := fmt.Sprintf("%s.%s.svc", cfg.WebhookService, cfg.Namespace)
-	err := rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:      types.NamespacedName{Namespace: cfg.Namespace, Name: cfg.CertSecretName},
+	secret := types.NamespacedName{Namespace: cfg.Namespace, Name: cfg.CertSecretName}
+	err := rotator.AddRotator(scopeToSecret(mgr, secret), &rotator.CertRotator{
+		SecretKey:      secret,
 		CertDir:        cfg.CertDir,
 		CAName:         "jobset-addons-" + opts.Name + "-ca",
 		CAOrganization: "jobset-addons",

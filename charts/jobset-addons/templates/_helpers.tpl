@@ -177,7 +177,11 @@ webhook configurations are updated by cert-controller, which injects the CA.
   verbs: ["create", "patch"]
 - apiGroups: ["admissionregistration.k8s.io"]
   resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["admissionregistration.k8s.io"]
+  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
+  resourceNames: [{{ include "jobset-addons.fullname" . | quote }}]
+  verbs: ["update"]
 {{- end }}
 
 {{- define "jobset-addons.rules" -}}
@@ -225,14 +229,17 @@ podgroups:
 {{- end }}
 
 {{/*
-Rules in the release namespace, as a YAML list: leader election (leases, events) and the Secret
-where cert-controller keeps the CA and serving certificate.
+Rules in the release namespace, as a YAML list: leader election (its own lease by name: get,
+create and update are all client-go's LeaseLock does; events) and the one Secret where cert-controller keeps the CA and
+serving certificate. The chart creates that Secret, so no create; the binary lists and watches it
+by name (fieldSelector metadata.name), so resourceNames hold for list and watch too.
 */}}
 {{- define "jobset-addons.namespaceRules" -}}
 {{- $rules := list
-  (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "get" "list" "watch" "create" "update" "patch" "delete"))
+  (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "create"))
+  (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "resourceNames" (list (include "jobset-addons.leaderElectionID" .)) "verbs" (list "get" "update"))
   (dict "apiGroups" (list "" "events.k8s.io") "resources" (list "events") "verbs" (list "create" "patch"))
-  (dict "apiGroups" (list "") "resources" (list "secrets") "verbs" (list "get" "list" "watch" "create" "update" "patch")) }}
+  (dict "apiGroups" (list "") "resources" (list "secrets") "resourceNames" (list (include "jobset-addons.certSecretName" .)) "verbs" (list "get" "list" "watch" "update")) }}
 {{- toYaml $rules }}
 {{- end }}
 

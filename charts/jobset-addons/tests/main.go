@@ -2,6 +2,7 @@
 //
 //	go run . check DIR             check every DIR/<mode>_<controllers>.yaml
 //	go run . check-webhooks DIR    check the webhook configurations rendered from testdata/_webhooks.tpl
+//	go run . check-kind FILE       check the render of hack/kind/values.yaml (make e2e-kind)
 //	go run . strip-group G IN OUT  copy the render IN to OUT without the objects of API group G
 //
 // A render's file name says what it was rendered with: <mode> is the chart's
@@ -43,10 +44,19 @@ func run(args []string) error {
 		return checkDir(args[1])
 	case len(args) == 2 && args[0] == "check-webhooks":
 		return checkWebhooksDir(args[1])
+	case len(args) == 2 && args[0] == "check-kind":
+		problems, err := checkKindFile(args[1])
+		if err == nil && len(problems) > 0 {
+			err = fmt.Errorf("%s:\n  %s", args[1], strings.Join(problems, "\n  "))
+		}
+		if err == nil {
+			fmt.Printf("%s: images, webhook Services and certificates fit kind\n", args[1])
+		}
+		return err
 	case len(args) == 4 && args[0] == "strip-group":
 		return stripGroup(args[1], args[2], args[3])
 	}
-	return errors.New("usage: tests check DIR | tests check-webhooks DIR | tests strip-group GROUP IN OUT")
+	return errors.New("usage: tests check DIR | tests check-webhooks DIR | tests check-kind FILE | tests strip-group GROUP IN OUT")
 }
 
 // doc is one object of a render: its YAML and what identifies it.
@@ -312,6 +322,7 @@ func (c *checker) checkRender(want combo, docs []doc) {
 			}
 		}
 	}
+	c.checkPermissions(want, docs)
 	for _, d := range docs {
 		switch d.kind {
 		case "Deployment":
