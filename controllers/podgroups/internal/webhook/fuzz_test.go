@@ -1,0 +1,21 @@
+package webhook
+
+import (
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-2437 examples,
+// with both backends installed.
+func FuzzJobSetWebhooks(f *testing.F) {
+	s := addontest.JobSetScheme(f)
+	w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling)
+	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/podgroups", "JobSet"), map[string]*admission.Webhook{
+		"mutate JobSet":   admission.WithDefaulter(s, w),
+		"validate JobSet": admission.WithValidator(s, w),
+	})
+}
