@@ -18,6 +18,9 @@
 #   schema    invalid values make helm template fail (values.schema.json and template checks)
 #   webhooks  a copy of the chart with tests/testdata/_webhooks.tpl renders the webhook
 #             configurations the helper promises, in both modes
+#   kind      the render make e2e-kind installs (hack/kind/values.yaml): images kind.local/<name>
+#             never pulled, every webhook reaching its controller's webhook port through its
+#             Service, certificates as in self-signed mode
 #   dry-run   only with KUBECONFIG: kubectl apply --server-side --dry-run=server of every
 #             non-empty render (cert-manager.io objects left out when the cluster lacks its CRDs)
 set -euo pipefail
@@ -212,7 +215,18 @@ else
 	fail webhooks "webhook configurations rendered from tests/testdata/_webhooks.tpl are wrong"
 fi
 
-# 8. server-side dry-run on a cluster
+# 8. what make e2e-kind installs: hack/kind/values.yaml
+KIND_RENDER=bin/chart-kind/self-signed_$(IFS=+; echo "${CONTROLLERS[*]}").yaml
+mkdir -p "$(dirname "$KIND_RENDER")"
+if [[ ! -x $CHECK ]]; then
+	fail kind "no $CHECK to run"
+elif template "$CHART" -f hack/kind/values.yaml >"$KIND_RENDER" 2>>"$LOG" && "$CHECK" check-kind "$KIND_RENDER" >>"$LOG" 2>&1; then
+	pass kind "$(tail -n 1 "$LOG")"; : >"$LOG"
+else
+	fail kind "the render for kind (hack/kind/values.yaml) is wrong"
+fi
+
+# 9. server-side dry-run on a cluster
 if [[ -z ${KUBECONFIG:-} ]]; then
 	fail dry-run "KUBECONFIG is not set: no cluster to dry-run against (make chart-verify starts the testbed)"
 elif ! "$KUBECTL" get --raw /readyz >>"$LOG" 2>&1; then

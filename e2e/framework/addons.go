@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -20,6 +22,9 @@ import (
 // WithAddon runs the add-on controller name on the testbed for the suite: it starts before the
 // first test with its webhooks registered from the chart, and stops after the last. probe, if
 // given, must pass before the tests start (it shows the webhooks answer).
+//
+// With E2E_ADDONS=installed the add-on is already installed in the cluster (the chart, on kind:
+// make e2e-kind): nothing is started, and the suite waits only for probe.
 func WithAddon(e env.Environment, name string, probe func(ctx context.Context, c client.Client) error, args ...string) env.Environment {
 	tb, err := testbed.DefaultConfig()
 	if err != nil {
@@ -34,10 +39,44 @@ func WithAddon(e env.Environment, name string, probe func(ctx context.Context, c
 		if probe != nil {
 			p = func(ctx context.Context) error { return probe(ctx, c) }
 		}
+		if Installed() {
+			return ctx, waitProbe(ctx, name, p)
+		}
 		return ctx, testbed.StartAddon(ctx, tb, name, p, args...)
 	}).Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		if Installed() {
+			return ctx, nil
+		}
 		return ctx, testbed.StopAddon(ctx, tb, name)
 	})
+}
+
+// Installed says the add-ons run in the cluster, installed by the chart (E2E_ADDONS=installed),
+// rather than as the testbed's local processes.
+func Installed() bool { return os.Getenv("E2E_ADDONS") == "installed" }
+
+// NeedsLocalAddon skips a test that kills, restarts or reconfigures the add-on's process when
+// the add-ons are installed in the cluster; such tests run on the testbed (make e2e).
+func NeedsLocalAddon(t *testing.T) {
+	t.Helper()
+	if Installed() {
+		t.Skip("E2E_ADDONS=installed: this test stops or restarts the add-on's local process; it runs on the testbed (make e2e)")
+	}
+}
+
+func waitProbe(ctx context.Context, name string, probe func(context.Context) error) error {
+	if probe == nil {
+		return nil
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = probe(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the installed %s does not answer its webhooks: %w (last: %v)", name, err, last)
+	}
+	return nil
 }
 
 // Objects decodes the YAML documents of file (kinds the Scheme knows) into objects.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
@@ -41,8 +43,25 @@ func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name s
 }
 
 // AddonMetrics is the Prometheus text the add-on name serves on its metrics port.
+// Installed in the cluster (E2E_ADDONS=installed), it is read through the apiserver's proxy to
+// the chart's metrics Service.
 func AddonMetrics(ctx context.Context, t *testing.T, name string) string {
 	t.Helper()
+	if Installed() {
+		rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := cs.CoreV1().Services(testbed.AddonNamespace).ProxyGet("http", "jobset-addons-"+name+"-metrics", "8080", "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("%s's metrics through its Service: %v", name, err)
+		}
+		return string(body)
+	}
 	tb, err := testbed.DefaultConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
 	heartbeat "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
@@ -67,12 +68,24 @@ func kwokctlConfig(c Config) ([]byte, error) {
 			"extraArgs": []any{map[string]any{"key": "enable-hostpath-provisioner", "value": "true"}},
 		}},
 	}
-	docs := []any{cfg}
 	stages, err := kwokStages(c.PodDuration)
 	if err != nil {
 		return nil, err
 	}
-	docs = append(docs, stages...)
+	return yamlDocs(append([]any{cfg}, stages...))
+}
+
+// KwokStages is the YAML of the testbed's kwok stages, for a kwok that runs in a cluster of
+// its own (make e2e-kind): so that pods there run, complete and fail as on the testbed.
+func KwokStages(podDuration time.Duration) ([]byte, error) {
+	stages, err := kwokStages(podDuration)
+	if err != nil {
+		return nil, err
+	}
+	return yamlDocs(stages)
+}
+
+func yamlDocs(docs []any) ([]byte, error) {
 	var out []byte
 	for _, d := range docs {
 		b, err := yaml.Marshal(d)
@@ -249,6 +262,28 @@ func addNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 		}
 	}
 	return nil
+}
+
+// FitCluster gives the cluster of kubeconfig, where kwok runs in the cluster (make e2e-kind),
+// what the suites expect of the testbed: n fake nodes, Ready, and the default StorageClass
+// standard of the controller-manager's hostpath provisioner (which that controller-manager
+// must enable).
+func FitCluster(ctx context.Context, kubeconfig string, n int) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := addStorageClass(ctx, cs); err != nil {
+		return err
+	}
+	if err := addNodes(ctx, cs, n); err != nil {
+		return err
+	}
+	return waitNodesReady(ctx, cs, n)
 }
 
 // AddNode creates a fake node that kwok manages (and reports Ready), with the labels, taints

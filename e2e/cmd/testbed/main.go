@@ -12,6 +12,11 @@
 //	                run the add-on controller bin/NAME on the testbed with its webhooks
 //	testbed gang    run Volcano's scheduler and scheduler-plugins' coscheduling scheduler
 //	                beside the default one, with their CRDs (before podgroups starts)
+//	testbed kwok-stages
+//	                print the testbed's kwok stages (pod run time, failures) as YAML
+//	testbed fit-cluster N
+//	                give the cluster of $KUBECONFIG N kwok nodes and the default StorageClass,
+//	                as the testbed has (make e2e-kind, where kwok runs in the cluster)
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -76,6 +82,20 @@ func main() {
 		if err := testbed.StartGangSchedulers(ctx, cfg, log); err != nil {
 			fail(err)
 		}
+	case "kwok-stages":
+		out, err := testbed.KwokStages(cfg.PodDuration)
+		if err != nil {
+			fail(err)
+		}
+		os.Stdout.Write(out)
+	case "fit-cluster":
+		n, err := strconv.Atoi(arg(2))
+		if err != nil {
+			usage()
+		}
+		if err := testbed.FitCluster(ctx, os.Getenv("KUBECONFIG"), n); err != nil {
+			fail(err)
+		}
 	case "ps":
 		total := 0
 		fmt.Printf("%-8s %-26s %10s\n", "PID", "PROCESS", "RSS (MiB)")
@@ -97,8 +117,15 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
+}
+
+func arg(i int) string {
+	if len(os.Args) <= i {
+		usage()
+	}
+	return os.Args[i]
 }
 
 func fail(err error) {

@@ -21,6 +21,7 @@ import (
 // run ungrouped. Started again, it makes stage 1's PodGroup, deletes stage 0's, and the JobSet
 // completes leaving none.
 func TestKilled(t *testing.T) {
+	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("podgroups killed between two stages", "nothing lost", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		tb, err := testbed.DefaultConfig()

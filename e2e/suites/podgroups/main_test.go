@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	// The schedulers' CRDs first: podgroups watches the PodGroup kinds served when it starts.
+	// Installed in a cluster (make e2e-kind), the CRDs are there and these schedulers are not.
 	e.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		if framework.Installed() {
+			return ctx, nil
+		}
 		return ctx, testbed.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		})

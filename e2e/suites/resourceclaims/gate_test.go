@@ -15,6 +15,7 @@ import (
 // mutating (bad templates too) and the reconciler makes nothing; the JobSet runs as if the
 // annotation were not there.
 func TestFeatureGateOff(t *testing.T) {
+	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("the feature gate off", "admitted, untouched, no claims", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)

@@ -22,6 +22,7 @@ import (
 // stays gated after b completes until it is back, then c is released once, and the JobSet
 // completes.
 func TestSequencerKilled(t *testing.T) {
+	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("the sequencer killed mid-sequence", "it comes back and finishes, never early", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		tb, err := testbed.DefaultConfig()
