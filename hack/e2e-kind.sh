@@ -43,6 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# kind v0.33's node images run Kubernetes 1.31 or later, configured by kubeadm v1beta4 (extraArgs
+# is a list there).
 step "kind cluster $CLUSTER, with the controller-manager's hostpath provisioner"
 cat >"$WORK/kind.yaml" <<'EOF'
 kind: Cluster
@@ -50,9 +52,11 @@ apiVersion: kind.x-k8s.io/v1alpha4
 kubeadmConfigPatches:
   - |
     kind: ClusterConfiguration
+    apiVersion: kubeadm.k8s.io/v1beta4
     controllerManager:
       extraArgs:
-        enable-hostpath-provisioner: "true"
+        - name: enable-hostpath-provisioner
+          value: "true"
 EOF
 "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
 "$KIND" create cluster --name "$CLUSTER" --config "$WORK/kind.yaml" --kubeconfig "$KUBECONFIG" --wait 180s

@@ -4,7 +4,7 @@
 # When the database cannot be reached it says so in one line and checks nothing: that is
 # not a pass, and the line says it.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 bin=$1; shift
 db=${GOVULNDB:-https://vuln.go.dev}
 out=$(mktemp); trap 'rm -f "$out"' EXIT
