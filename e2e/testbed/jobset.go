@@ -95,6 +95,11 @@ clientConnection:
 // ElasticJobSetSince is the first JobSet release with the feature gate ElasticJobSet.
 const ElasticJobSetSince = "v0.12.0"
 
+// DependsOnFanInSince is the first JobSet release whose dependsOn holds several predecessors
+// (up to 5): v0.8.0's CRD has maxItems 1, v0.10.1's 5; v0.9 is the release DESIGN.md names for
+// the change (the module proxy here does not serve v0.9.0, so that one is not checked).
+const DependsOnFanInSince = "v0.9.0"
+
 func jobsetReady(ctx context.Context, healthPort int) bool {
 	return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
 }
