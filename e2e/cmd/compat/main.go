@@ -42,7 +42,7 @@ var suites = []struct{ name, run string }{
 // Marker separates the hand-written part of the output file from the results written here.
 const Marker = "<!-- Everything below is written by `make e2e-compat` (e2e/cmd/compat); do not edit it by hand. -->"
 
-// testResult is one top-level test of one suite on one combination.
+// testResult is one top-level test of one suite on one combination, or a subtest skipped.
 type testResult struct {
 	Name    string
 	Action  string // pass, fail, skip
@@ -206,9 +206,11 @@ type event struct {
 var fileLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 
 // readEvents reads `go test -json` output: each top-level test's result, with its skip
-// message or its failure's last lines, and why the package failed outside any test.
+// message or its failure's last lines, each subtest skipped (a story that cannot run on this
+// combination), and why the package failed outside any test.
 func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
-	outputs := map[string][]string{}
+	outputs := map[string][]string{} // by top-level test, its subtests' output included
+	own := map[string][]string{}     // by test
 	var pkgOutput []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -224,12 +226,15 @@ func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
 			fmt.Fprint(os.Stderr, e.Output)
 		case e.Action == "output":
 			outputs[top] = append(outputs[top], e.Output)
+			own[e.Test] = append(own[e.Test], e.Output)
 			fmt.Fprint(os.Stderr, e.Output)
+		case e.Test != "" && e.Test != top && e.Action == "skip":
+			tests = append(tests, testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed, Reason: skipReason(own[e.Test])})
 		case e.Test != "" && e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			t := testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed}
 			switch e.Action {
 			case "skip":
-				t.Reason = skipReason(outputs[top])
+				t.Reason = skipReason(own[top])
 			case "fail":
 				t.Reason = failReason(outputs[top])
 			}
@@ -280,17 +285,22 @@ func (s *suiteResult) failed() bool {
 }
 
 // cell is the suite's entry in the table: fail (with the tests that failed), or pass with the
-// number of tests that passed, and n/a with the tests that cannot run on this combination.
+// number of top-level tests that passed, and n/a with the tests or subtests that cannot run on
+// this combination.
 func (s *suiteResult) cell() string {
 	var passed, failed, na []string
+	top := 0
 	for _, t := range s.Tests {
+		if !strings.Contains(t.Name, "/") {
+			top++
+		}
 		switch t.Action {
 		case "pass":
 			passed = append(passed, t.Name)
 		case "fail":
 			failed = append(failed, t.Name)
 		case "skip":
-			na = append(na, t.Name)
+			na = append(na, shortName(t.Name))
 		}
 	}
 	var parts []string
@@ -298,9 +308,9 @@ func (s *suiteResult) cell() string {
 	case s.Failed != "":
 		parts = append(parts, "**fail**: suite did not run")
 	case len(failed) > 0:
-		parts = append(parts, fmt.Sprintf("**fail** %d/%d: %s", len(failed), len(s.Tests), strings.Join(failed, ", ")))
+		parts = append(parts, fmt.Sprintf("**fail** %d/%d: %s", len(failed), top, strings.Join(failed, ", ")))
 	case len(passed) > 0:
-		parts = append(parts, fmt.Sprintf("pass %d/%d", len(passed), len(s.Tests)))
+		parts = append(parts, fmt.Sprintf("pass %d/%d", len(passed), top))
 	case len(na) == 0:
 		parts = append(parts, "**fail**: no test ran")
 	}
@@ -308,6 +318,14 @@ func (s *suiteResult) cell() string {
 		parts = append(parts, "n/a: "+strings.Join(na, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// shortName is a test's name down to its feature: TestStories/story2.yaml, not its assessment.
+func shortName(name string) string {
+	if parts := strings.Split(name, "/"); len(parts) > 2 {
+		return strings.Join(parts[:2], "/")
+	}
+	return name
 }
 
 // toolVersions names the versioned directory of each binary linked in dir (kube-v1.34.4).
