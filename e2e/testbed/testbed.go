@@ -175,6 +175,14 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
 	}
 	rc.QPS, rc.Burst = -1, 0 // the testbed's apiserver has no limits either
+	// The kubeconfig names kwokctl's PKI files, at the same paths for every testbed of this
+	// work directory. client-go caches a transport by CA file path (and reloads that file only
+	// later), so a process that talks to a second testbed (make e2e-compat) would verify it with
+	// the first one's CA: the files' contents go into the config instead, which client-go keys by.
+	if err := rest.LoadTLSFiles(rc); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
+	}
+	rc.CAFile, rc.CertFile, rc.KeyFile = "", "", ""
 	return rc, nil
 }
 
