@@ -90,6 +90,7 @@ func main() {
 		combos = append(combos, c)
 		if err := runCombo(ctx, c); err != nil {
 			c.Err = err.Error()
+			logf("=== Kubernetes %s, JobSet %s failed: %v", kube, jobset, err)
 		}
 		for _, s := range c.Suites {
 			failed = failed || s.failed()
