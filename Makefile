@@ -150,7 +150,8 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 e2e: testbed-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set)
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v ./suites/... 2>&1 | $(ROOT)/hack/test-summary.sh
 
-# Not part of make test: it builds other Kubernetes and JobSet versions and takes about half an hour.
+# Not part of make test: it builds another Kubernetes and two more JobSets (about 20 minutes on 2
+# cores, once), then runs for about 10 minutes.
 .PHONY: e2e-compat
 e2e-compat: build $(COMPAT_STAMPS) ## Compatibility matrix: core e2e cases of each add-on on every COMPAT_COMBOS (<kube>-<jobset>), each on a fresh testbed; writes docs/compatibility.md
 	cd e2e && GOWORK=off go run ./cmd/compat -out $(ROOT)/docs/compatibility.md \
