@@ -19,10 +19,8 @@ VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
 KO_VERSION           := v0.18.0
 
-KUBE_DIR   := $(BIN)/kube-$(KUBE_VERSION)
 ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
-JOBSET_DIR := $(BIN)/jobset-$(JOBSET_VERSION)
 HELM_DIR   := $(BIN)/helm-$(HELM_VERSION)
 VOLCANO_DIR      := $(BIN)/volcano-$(VOLCANO_VERSION)
 SCHEDPLUGINS_DIR := $(BIN)/scheduler-plugins-$(SCHEDPLUGINS_VERSION)
@@ -30,28 +28,44 @@ GOVULNCHECK      := $(BIN)/govulncheck-$(VULN_VERSION)/govulncheck
 KIND             := $(BIN)/kind-$(KIND_VERSION)/kind
 KO               := $(BIN)/ko-$(KO_VERSION)/ko
 
-KUBE_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
-KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
-KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
-	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(KUBE_MAJOR) -X $(p).gitMinor=$(KUBE_MINOR) \
-	-X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
+# The matrix `make e2e-compat` runs: <kube>-<jobset> pairs. Other versions of a tool are built
+# from their own wrapper module, tools/<tool>-<version> (tools/<tool> pins the default).
+COMPAT_COMBOS := $(KUBE_VERSION)-v0.8.0 $(KUBE_VERSION)-v0.10.1 $(KUBE_VERSION)-v0.12.0 v1.34.4-v0.12.0
+kube_of   = $(word 1,$(subst -, ,$1))
+jobset_of = $(word 2,$(subst -, ,$1))
+COMPAT_KUBE_VERSIONS   := $(sort $(KUBE_VERSION) $(foreach c,$(COMPAT_COMBOS),$(call kube_of,$c)))
+COMPAT_JOBSET_VERSIONS := $(sort $(JOBSET_VERSION) $(foreach c,$(COMPAT_COMBOS),$(call jobset_of,$c)))
+kube_mod   = $(if $(filter $(KUBE_VERSION),$1),tools/kube,tools/kube-$1)
+jobset_mod = $(if $(filter $(JOBSET_VERSION),$1),tools/jobset,tools/jobset-$1)
+
+kube_ldflags = $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$1 -X $(p).gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$1))) \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$1)) -X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
 
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
-TESTBED_BINS := $(addprefix $(KUBE_DIR)/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
-	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(JOBSET_DIR)/jobset $(HELM_DIR)/helm \
+# testbed_bins KUBE,JOBSET: every binary a testbed of those versions runs.
+testbed_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
+	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
 	$(VOLCANO_DIR)/vc-scheduler $(SCHEDPLUGINS_DIR)/sp-scheduler
+TESTBED_BINS := $(call testbed_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 
-$(KUBE_DIR)/%: tools/kube/go.mod
-	hack/build-tool.sh tools/kube $@ k8s.io/kubernetes/cmd/$* "$(KUBE_LDFLAGS)"
+define kube_rule
+$(BIN)/kube-$1/%: $(call kube_mod,$1)/go.mod
+	hack/build-tool.sh $(call kube_mod,$1) $$@ k8s.io/kubernetes/cmd/$$* "$(call kube_ldflags,$1)"
+endef
+define jobset_rule
+$(BIN)/jobset-$1/jobset: $(call jobset_mod,$1)/go.mod
+	hack/build-tool.sh $(call jobset_mod,$1) $$@ sigs.k8s.io/jobset \
+		"-X sigs.k8s.io/jobset/pkg/version.GitVersion=$1"
+endef
+$(foreach v,$(COMPAT_KUBE_VERSIONS),$(eval $(call kube_rule,$v)))
+$(foreach v,$(COMPAT_JOBSET_VERSIONS),$(eval $(call jobset_rule,$v)))
 $(ETCD_DIR)/etcd: tools/etcd/go.mod
 	hack/build-tool.sh tools/etcd $@ go.etcd.io/etcd/server/v3 \
 		"-X go.etcd.io/etcd/api/v3/version.GitSHA=$(ETCD_VERSION)"
 $(KWOK_DIR)/%: tools/kwok/go.mod
 	hack/build-tool.sh tools/kwok $@ sigs.k8s.io/kwok/cmd/$* \
 		"-X sigs.k8s.io/kwok/pkg/consts.Version=$(patsubst v%,%,$(KWOK_VERSION))"
-$(JOBSET_DIR)/jobset: tools/jobset/go.mod
-	hack/build-tool.sh tools/jobset $@ sigs.k8s.io/jobset \
-		"-X sigs.k8s.io/jobset/pkg/version.GitVersion=$(JOBSET_VERSION)"
 $(HELM_DIR)/helm: tools/helm/go.mod
 	hack/build-tool.sh tools/helm $@ helm.sh/helm/v4/cmd/helm
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
@@ -69,22 +83,25 @@ $(KO): tools/ko/go.mod
 
 # bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
 # PATH look in: links to the versioned binaries above, and JobSet's manifests.
+# bin/testbed-<kube>-<jobset> is the same for other versions (TESTBED_BIN_DIR, make e2e-compat).
 TESTBED := $(BIN)/testbed
-JOBSET_SRC = $(shell cd tools/jobset && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
-VOLCANO_SRC = $(shell cd tools/volcano && GOWORK=off go list -m -f '{{.Dir}}' volcano.sh/volcano)
-SCHEDPLUGINS_SRC = $(shell cd tools/schedplugins && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)
+mod_dir = $(shell cd $1 && GOWORK=off go list -m -f '{{.Dir}}' $2)
+VOLCANO_SRC = $(call mod_dir,tools/volcano,volcano.sh/volcano)
+SCHEDPLUGINS_SRC = $(call mod_dir,tools/schedplugins,sigs.k8s.io/scheduler-plugins)
+# link_testbed DIR,KUBE,JOBSET: the recipe that fills DIR.
+link_testbed = hack/link-testbed.sh $1 $3 $(call mod_dir,$(call jobset_mod,$3),sigs.k8s.io/jobset) \
+	$(VOLCANO_SRC) $(SCHEDPLUGINS_SRC) $(call testbed_bins,$2,$3)
 TESTBED_STAMP := $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION)-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
 
 $(TESTBED_STAMP): $(TESTBED_BINS)
-	rm -rf $(TESTBED) && mkdir -p $(TESTBED)
-	for f in $(TESTBED_BINS); do ln -s $$f $(TESTBED)/; done
-	cp $(JOBSET_SRC)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml $(TESTBED)/jobset-crd.yaml
-	cp $(JOBSET_SRC)/config/components/webhook/manifests.yaml $(TESTBED)/jobset-webhooks.yaml
-	mkdir -p $(TESTBED)/volcano-crds $(TESTBED)/scheduler-plugins-crds
-	cp $(VOLCANO_SRC)/config/crd/volcano/bases/*.yaml $(TESTBED)/volcano-crds/
-	cp $(SCHEDPLUGINS_SRC)/config/crd/bases/*.yaml $(TESTBED)/scheduler-plugins-crds/
-	chmod u+w $(TESTBED)/volcano-crds/*.yaml $(TESTBED)/scheduler-plugins-crds/*.yaml
-	chmod u+w $(TESTBED)/*.yaml
+	$(call link_testbed,$(TESTBED),$(KUBE_VERSION),$(JOBSET_VERSION))
+	touch $@
+
+COMPAT_STAMP = .stamp-$(ETCD_VERSION)-$(KWOK_VERSION)-$(HELM_VERSION)-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
+COMPAT_STAMPS := $(foreach c,$(COMPAT_COMBOS),$(BIN)/testbed-$c/$(COMPAT_STAMP))
+.SECONDEXPANSION:
+$(COMPAT_STAMPS): $(BIN)/testbed-%/$(COMPAT_STAMP): $$(call testbed_bins,$$(call kube_of,$$*),$$(call jobset_of,$$*))
+	$(call link_testbed,$(BIN)/testbed-$*,$(call kube_of,$*),$(call jobset_of,$*))
 	touch $@
 
 .PHONY: testbed-bins
@@ -94,7 +111,9 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko charts/jobset-addons/tests
+TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko charts/jobset-addons/tests \
+	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
+	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
@@ -149,6 +168,13 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 e2e: testbed-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set)
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v ./suites/... 2>&1 | $(ROOT)/hack/test-summary.sh
 
+# Not part of make test: it builds another Kubernetes and two more JobSets (about 20 minutes on 2
+# cores, once), then runs for about 10 minutes.
+.PHONY: e2e-compat
+e2e-compat: build $(COMPAT_STAMPS) ## Compatibility matrix: core e2e cases of each add-on on every COMPAT_COMBOS (<kube>-<jobset>), each on a fresh testbed; writes docs/compatibility.md
+	cd e2e && GOWORK=off go run ./cmd/compat -out $(ROOT)/docs/compatibility.md \
+		-command "$(if $(TESTBED_PORT_BASE),TESTBED_PORT_BASE=$(TESTBED_PORT_BASE) )make e2e-compat" $(COMPAT_COMBOS)
+
 .PHONY: test
 test: ## Everything CI runs: verify, unit and integration, e2e on a fresh testbed, chart checks
 	hack/test.sh
@@ -156,7 +182,7 @@ test: ## Everything CI runs: verify, unit and integration, e2e on a fresh testbe
 .PHONY: e2e-kind
 e2e-kind: testbed-bins $(TESTBEDCTL) ## The e2e suites on a kind cluster with the chart installed from images ko builds; needs Docker, else says SKIPPED
 	@if ! docker info >/dev/null 2>&1; then hack/e2e-kind.sh; else \
-		$(MAKE) --no-print-directory $(KIND) $(KO) && hack/e2e-kind.sh $(KIND) $(KO) $(HELM_DIR)/helm $(KUBE_DIR)/kubectl $(TESTBEDCTL); fi
+		$(MAKE) --no-print-directory $(KIND) $(KO) && hack/e2e-kind.sh $(KIND) $(KO) $(HELM_DIR)/helm $(TESTBED)/kubectl $(TESTBEDCTL); fi
 
 .PHONY: chaos
 chaos: build testbed-bins $(TESTBEDCTL) ## Full chaos (200 JobSets, 20 SIGKILLs per add-on), leader failover and a 60 s webhook outage; make e2e runs them reduced

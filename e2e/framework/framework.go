@@ -135,3 +135,17 @@ func installJobSetRelease(ctx context.Context, cfg *envconf.Config) (context.Con
 	}
 	return ctx, kubectl("-n", "jobset-system", "wait", "--for=condition=Available", "--timeout=5m", "deployment/jobset-controller-manager")
 }
+
+// RequireJobSet skips t when the testbed's JobSet controller (testbed.Config.JobSetVersion) is
+// older than min, saying why the test cannot work there. The compatibility matrix (make
+// e2e-compat) records such a test as "n/a" with that reason, never as passed.
+func RequireJobSet(t *testing.T, min, why string) {
+	t.Helper()
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tb.JobSetAtLeast(min) {
+		t.Skipf("n/a on JobSet %s: %s (needs JobSet %s or later)", tb.JobSetVersion(), why, min)
+	}
+}

@@ -20,7 +20,9 @@ import (
 // startJobSet runs the upstream JobSet controller as a local process whose webhooks the
 // apiserver reaches at https://127.0.0.1, with a certificate signed by a CA made here.
 // Its alpha gate ElasticJobSet is on, so that parallelism may change (as Kueue changes it while a
-// JobSet is suspended): podgroups must follow such a change.
+// JobSet is suspended): podgroups must follow such a change. JobSet before v0.12.0 has no such
+// gate (v0.11.0 has none; v0.10.1 and earlier have no featureGates in their Configuration either,
+// and decode it strictly): there, replicatedJobs stay immutable and no gate is written.
 func startJobSet(ctx context.Context, c Config, rc *rest.Config, log func(string, ...any)) error {
 	dir := c.jobsetDir()
 	p := c.Ports()
@@ -57,9 +59,10 @@ leaderElection:
 clientConnection:
   qps: 500
   burst: 500
-featureGates:
-  ElasticJobSet: true
 `, p.JobSetWebhook, certDir, p.JobSetHealth)
+		if c.JobSetAtLeast(ElasticJobSetSince) {
+			cfg += "featureGates:\n  ElasticJobSet: true\n"
+		}
 		cfgPath := filepath.Join(dir, "config.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return err
@@ -88,6 +91,14 @@ featureGates:
 	}
 	return waitJobSetWebhooks(ctx, rc)
 }
+
+// ElasticJobSetSince is the first JobSet release with the feature gate ElasticJobSet.
+const ElasticJobSetSince = "v0.12.0"
+
+// DependsOnFanInSince is the first JobSet release whose dependsOn holds several predecessors
+// (up to 5): v0.8.0's CRD has maxItems 1, v0.10.1's 5; v0.9 is the release DESIGN.md names for
+// the change (the module proxy here does not serve v0.9.0, so that one is not checked).
+const DependsOnFanInSince = "v0.9.0"
 
 func jobsetReady(ctx context.Context, healthPort int) bool {
 	return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,8 +24,12 @@ import (
 
 // Config describes one testbed.
 type Config struct {
-	// Root of the repository: binaries are read from Root/bin/testbed.
+	// Root of the repository: binaries are read from Root/bin/testbed unless Bins is set.
 	Root string
+	// Bins, when set, is the directory of the testbed's binaries and manifests in place of
+	// Root/bin/testbed: one that `make` links for another Kubernetes or JobSet version
+	// (bin/testbed-<kube>-<jobset>, see `make e2e-compat`).
+	Bins string
 	// Name of the kwokctl cluster.
 	Name string
 	// WorkDir holds the kubeconfig, kwokctl's state, JobSet's certificates and logs.
@@ -62,8 +67,8 @@ func (p Ports) All() []int {
 		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure}
 }
 
-// DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_NODES,
-// TESTBED_POD_DURATION and TESTBED_PORT_BASE override the defaults.
+// DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,
+// TESTBED_NODES, TESTBED_POD_DURATION and TESTBED_PORT_BASE override the defaults.
 func DefaultConfig() (Config, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -73,9 +78,13 @@ func DefaultConfig() (Config, error) {
 		Root:        root,
 		Name:        envOr("TESTBED_NAME", "jobset-addons"),
 		WorkDir:     envOr("TESTBED_DIR", filepath.Join(root, ".testbed")),
+		Bins:        os.Getenv("TESTBED_BIN_DIR"),
 		Nodes:       4,
 		PodDuration: time.Second,
 		PortBase:    31000,
+	}
+	if c.Bins != "" && !filepath.IsAbs(c.Bins) {
+		c.Bins = filepath.Join(root, c.Bins) // the suites run in their own directories
 	}
 	if v := os.Getenv("TESTBED_NODES"); v != "" {
 		if c.Nodes, err = strconv.Atoi(v); err != nil || c.Nodes < 1 {
@@ -120,11 +129,38 @@ func envOr(key, def string) string {
 	return def
 }
 
-// BinDir is where `make testbed-bins` links every binary and manifest.
-func (c Config) BinDir() string { return filepath.Join(c.Root, "bin", "testbed") }
+// BinDir is where `make testbed-bins` links every binary and manifest (Bins, when set).
+func (c Config) BinDir() string {
+	if c.Bins != "" {
+		return c.Bins
+	}
+	return filepath.Join(c.Root, "bin", "testbed")
+}
 
 // Bin is the path of one testbed binary or manifest.
 func (c Config) Bin(name string) string { return filepath.Join(c.BinDir(), name) }
+
+// JobSetVersion is the version of the JobSet controller in BinDir, from the file jobset-version
+// that make writes beside it, or "" when that file is missing (a bin/testbed linked before the
+// file existed: JOBSET_VERSION of the Makefile).
+func (c Config) JobSetVersion() string {
+	b, err := os.ReadFile(c.Bin("jobset-version"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// JobSetAtLeast says whether the JobSet controller in BinDir is min or later; an unknown
+// version counts as the newest.
+func (c Config) JobSetAtLeast(min string) bool {
+	v := c.JobSetVersion()
+	if v == "" {
+		return true
+	}
+	have, err := version.ParseSemantic(v)
+	return err != nil || have.AtLeast(version.MustParseSemantic(min))
+}
 
 // Kubeconfig is the path of the testbed's admin kubeconfig.
 func (c Config) Kubeconfig() string { return filepath.Join(c.WorkDir, "kubeconfig") }
@@ -139,6 +175,14 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
 	}
 	rc.QPS, rc.Burst = -1, 0 // the testbed's apiserver has no limits either
+	// The kubeconfig names kwokctl's PKI files, at the same paths for every testbed of this
+	// work directory. client-go caches a transport by CA file path (and reloads that file only
+	// later), so a process that talks to a second testbed (make e2e-compat) would verify it with
+	// the first one's CA: the files' contents go into the config instead, which client-go keys by.
+	if err := rest.LoadTLSFiles(rc); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
+	}
+	rc.CAFile, rc.CertFile, rc.KeyFile = "", "", ""
 	return rc, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -102,6 +103,8 @@ func TestStages(t *testing.T) {
 // parallelism changes while suspended (as Kueue changes it), the PodGroup follows; resumed, the
 // JobSet runs with the new size and, once finished, leaves no PodGroup.
 func TestSuspendChangeResume(t *testing.T) {
+	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
+		"immutable and parallelism cannot change while suspended")
 	f := framework.NamespacedFeature("suspend, change, resume", "PodGroup follows the JobSet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)

@@ -38,6 +38,7 @@ func TestStories(t *testing.T) {
 		shared           map[string]string   // template -> shared PVC
 		want             []string            // every PVC
 		wantKept         []string            // the PVCs retention keeps after completion
+		minJobSet, why   string              // the oldest JobSet the story runs on, and why
 	}{{
 		file: "story1-per-worker-checkpoints.yaml", ns: "default", jobSet: "distributed-trainjob",
 		perPod:   map[string][]string{"node": {"checkpoint-storage"}},
@@ -45,8 +46,10 @@ func TestStories(t *testing.T) {
 		wantKept: perPodNames("checkpoint-storage", "distributed-trainjob", "node", 4, 2),
 	}, {
 		file: "story2-shared-initializer.yaml", ns: "default", jobSet: "trainjob-qwen2-5",
-		shared: map[string]string{"initializer": "initializer-trainjob-qwen2-5"},
-		want:   []string{"initializer-trainjob-qwen2-5"},
+		shared:    map[string]string{"initializer": "initializer-trainjob-qwen2-5"},
+		want:      []string{"initializer-trainjob-qwen2-5"},
+		minJobSet: testbed.DependsOnFanInSince,
+		why:       "the story's upstream dependsOn names two predecessors; JobSet v0.8.0's CRD allows one (dependsOn maxItems: 1)",
 	}, {
 		file: "story3-hybrid.yaml", ns: "default", jobSet: "hybrid-training",
 		perPod: map[string][]string{"data-loader": {"worker-scratch"}, "trainer": {"worker-scratch"}},
@@ -64,6 +67,9 @@ func TestStories(t *testing.T) {
 	}} {
 		f := features.New(st.file).
 			Assess("PVCs Bound, mounted by index, retained by policy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+				if st.minJobSet != "" {
+					framework.RequireJobSet(t, st.minJobSet, st.why)
+				}
 				c := framework.Client(t, cfg)
 				objs := framework.Objects(t, filepath.Join(root, "examples", "volumeclaims", st.file))
 				var js *jobsetv1alpha2.JobSet

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadEventsAndCell(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Test":"TestStories"}`,
+		`{"Action":"output","Test":"TestStories/b.yaml/assess","Output":"    stories_test.go:79: n/a on JobSet v0.8.0: one predecessor only (needs JobSet v0.9.0 or later)\n"}`,
+		`{"Action":"skip","Test":"TestStories/b.yaml/assess","Elapsed":0}`,
+		`{"Action":"pass","Test":"TestStories/b.yaml","Elapsed":0}`,
+		`{"Action":"pass","Test":"TestStories","Elapsed":12.5}`,
+		`{"Action":"output","Test":"TestChange","Output":"    lifecycle_test.go:107: n/a on JobSet v0.10.1: no gate (needs JobSet v0.12.0 or later)\n"}`,
+		`{"Action":"output","Test":"TestChange","Output":"--- SKIP: TestChange (0.00s)\n"}`,
+		`{"Action":"skip","Test":"TestChange","Elapsed":0}`,
+		`{"Action":"output","Test":"TestBad/x","Output":"    admission_test.go:40: want refused, got nil\n"}`,
+		`{"Action":"fail","Test":"TestBad/x","Elapsed":1}`,
+		`{"Action":"fail","Test":"TestBad","Elapsed":1}`,
+		`{"Action":"fail","Elapsed":14}`,
+	}, "\n")
+	tests, pkgFailed := readEvents(strings.NewReader(in))
+	if pkgFailed != "" {
+		t.Errorf("package failure %q: the failure is a test's", pkgFailed)
+	}
+	want := []testResult{
+		{Name: "TestStories/b.yaml/assess", Action: "skip", Reason: "n/a on JobSet v0.8.0: one predecessor only (needs JobSet v0.9.0 or later)"},
+		{Name: "TestStories", Action: "pass", Elapsed: 12.5},
+		{Name: "TestChange", Action: "skip", Reason: "n/a on JobSet v0.10.1: no gate (needs JobSet v0.12.0 or later)"},
+		{Name: "TestBad", Action: "fail", Elapsed: 1, Reason: "want refused, got nil"},
+	}
+	if len(tests) != len(want) {
+		t.Fatalf("tests %+v, want %+v", tests, want)
+	}
+	for i := range want {
+		if tests[i] != want[i] {
+			t.Errorf("test %d: %+v, want %+v", i, tests[i], want[i])
+		}
+	}
+	s := &suiteResult{Tests: tests}
+	if got, want := s.cell(), "**fail** 1/3: TestBad; n/a: TestStories/b.yaml, TestChange"; got != want {
+		t.Errorf("cell %q, want %q", got, want)
+	}
+	s.Tests = tests[:3]
+	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
+		t.Errorf("cell %q, want %q", got, want)
+	}
+	if got, want := (&suiteResult{}).cell(), "**fail**: no test ran"; got != want {
+		t.Errorf("cell %q, want %q", got, want)
+	}
+}
