@@ -97,7 +97,9 @@ func (s *addonSetup) start(ctx context.Context, proc string, p AddonPorts) error
 	if err != nil {
 		return err
 	}
-	if err := WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.Health), time.Minute); err != nil {
+	if err := WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", p.Health), time.Minute); err != nil {
+		// Not left running: a later start on the same ports would fail on them.
+		_ = endProcess(s.c, proc, syscall.SIGKILL)
 		return fmt.Errorf("%s: %w; see %s", proc, err, logPath)
 	}
 	return nil

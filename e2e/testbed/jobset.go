@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,27 +107,42 @@ func jobsetReady(ctx context.Context, healthPort int) bool {
 }
 
 func httpOK(ctx context.Context, url string) bool {
+	ok, _ := httpStatus(ctx, url)
+	return ok
+}
+
+// probeClient opens a connection per probe: a kept-alive one may lead to a process that was
+// killed and replaced on the same port.
+var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// httpStatus says whether url answers 200 within a second, and if not, what it answered: the
+// error, or the status and the start of the body (a /readyz body names the failing check).
+func httpStatus(ctx context.Context, url string) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return false, err.Error()
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := probeClient.Do(req)
 	if err != nil {
-		return false
+		return false, err.Error()
 	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 }
 
-// WaitHTTP waits until url answers 200.
+// WaitHTTP waits until url answers 200; its error says what url answered last.
 func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, url), nil
+		var ok bool
+		ok, last = httpStatus(ctx, url)
+		return ok, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s did not answer 200 within %s", url, timeout)
+		return fmt.Errorf("%s did not answer 200 within %s (last: %s)", url, timeout, last)
 	}
 	return nil
 }
