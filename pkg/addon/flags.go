@@ -64,11 +64,13 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	fs.StringVar(&c.LeaderElectionID, "leader-election-id", name+".jobset-addons.io", "Name of the Lease used for leader election")
 	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", ns, "Namespace of the leader election Lease")
 	// Shorter than client-go's usual 15 s / 10 s / 2 s: a standby takes over from a leader that
-	// died without releasing its Lease within lease duration + up to 2.4 retry periods, so these
-	// give a failover of 9-12.4 s (measured by e2e/suites/chaos TestLeaderFailover) where the
-	// usual ones give 13-19.8 s.
-	fs.DurationVar(&c.LeaseDuration, "leader-election-lease-duration", 10*time.Second, "How long a non-leader waits before it tries to take the lease")
-	fs.DurationVar(&c.RenewDeadline, "leader-election-renew-deadline", 8*time.Second, "How long the leader retries renewing before it gives up leadership")
+	// died without releasing its Lease within lease duration + up to 2.4 retry periods (a standby
+	// sees the lease's last renewal up to one jittered retry late, and retries up to 2.2 s apart),
+	// then its controllers start on synced caches. With 10 s / 8 s / 1 s e2e/suites/chaos
+	// TestLeaderFailover measured 10.1-13.2 s to take the Lease and 11.7-15.9 s to act; 8 s / 6 s
+	// leave the renewals 6 s to succeed and bring the worst case under 15 s.
+	fs.DurationVar(&c.LeaseDuration, "leader-election-lease-duration", 8*time.Second, "How long a non-leader waits before it tries to take the lease")
+	fs.DurationVar(&c.RenewDeadline, "leader-election-renew-deadline", 6*time.Second, "How long the leader retries renewing before it gives up leadership")
 	fs.DurationVar(&c.RetryPeriod, "leader-election-retry-period", time.Second, "How long clients wait between leader election attempts")
 
 	if qps <= 0 {

@@ -106,11 +106,11 @@ func TestConfusedDeputy(t *testing.T) {
 		if n := len(pvcs.Items) + len(claims.Items) + len(vpgs.Items) + len(cpgs.Items); n > 0 {
 			t.Errorf("%d objects appeared in %s", n, b)
 		}
-		madeB, _ := createsIn(t, b, since)
-		madeA, _ := createsIn(t, a, since)
-		if len(madeB) > 0 {
-			t.Errorf("audit: the add-ons created in %s: %v", b, madeB)
+		inB, inA := createsIn(t, b, since), createsIn(t, a, since)
+		if len(inB.made) > 0 || len(inB.lost) > 0 {
+			t.Errorf("audit: the add-ons created in %s: %v (and tried %v)", b, inB.made, inB.lost)
 		}
+		madeA := inA.made
 		if len(madeA) == 0 {
 			t.Errorf("audit: the add-ons created nothing in %s", a)
 		}
