@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,10 +54,15 @@ func Examples(tb testing.TB, dir, kind string) [][]byte {
 	return out
 }
 
+// answerWithin is how long a webhook may take on one fuzzed request: far more than any real
+// object needs, far less than the apiserver's webhook timeout.
+const answerWithin = 5 * time.Second
+
 // FuzzWebhooks fuzzes the decode path of each webhook, as the webhook server runs it: the
 // fuzzer's bytes are the object of a CREATE, and the new object of an UPDATE whose old object
 // is seeds[0]. No webhook may panic (panics are not recovered here, as the server would), and
-// each must answer: allowed, or refused with an HTTP status code, with a response that encodes.
+// each must answer within answerWithin: allowed, or refused with an HTTP status code, with a
+// response that encodes.
 func FuzzWebhooks(f *testing.F, seeds [][]byte, hooks map[string]*admission.Webhook) {
 	for _, s := range seeds {
 		f.Add(s)
@@ -77,7 +83,17 @@ func FuzzWebhooks(f *testing.F, seeds [][]byte, hooks map[string]*admission.Webh
 				if op == admissionv1.Update {
 					req.OldObject.Raw = seeds[0]
 				}
-				resp := hooks[n].Handle(context.Background(), req)
+				var resp admission.Response
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					resp = hooks[n].Handle(context.Background(), req)
+				}()
+				select {
+				case <-done:
+				case <-time.After(answerWithin):
+					t.Fatalf("%s %s: no answer within %s (the apiserver gives up on a webhook after 10 s and refuses the object)", n, op, answerWithin)
+				}
 				if !resp.Allowed && (resp.Result == nil || resp.Result.Code < http.StatusBadRequest) {
 					t.Errorf("%s %s: refused without an error code: %+v", n, op, resp.Result)
 				}
