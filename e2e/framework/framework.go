@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -17,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
-	"sigs.k8s.io/e2e-framework/support/kind"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -42,7 +39,6 @@ var Scheme = func() *runtime.Scheme {
 
 // NewEnvironment returns the suite's environment:
 //   - KUBECONFIG set: that cluster, as it is (JobSet must be installed);
-//   - E2E_PROVIDER=kind: a kind cluster made for the suite (needs Docker);
 //   - otherwise the local testbed, started for the suite and stopped after it, unless it was
 //     already running (`make testbed-up`), in which case it is left running.
 func NewEnvironment() env.Environment {
@@ -50,12 +46,6 @@ func NewEnvironment() env.Environment {
 	e := env.NewWithConfig(cfg)
 	if kc := os.Getenv("KUBECONFIG"); kc != "" {
 		cfg.WithKubeconfigFile(kc)
-		return e
-	}
-	if os.Getenv("E2E_PROVIDER") == "kind" {
-		name := envconf.RandomName("jobset-addons", 16)
-		e.Setup(envfuncs.CreateCluster(kind.NewProvider(), name), installJobSetRelease)
-		e.Finish(envfuncs.DestroyCluster(name))
 		return e
 	}
 	tb, err := testbed.DefaultConfig()
@@ -111,29 +101,6 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 	if err != nil {
 		t.Fatalf("%s: not within %s: %v (last seen: %s)", what, timeout, err, last)
 	}
-}
-
-// JobSetReleaseManifests is what a kind cluster gets: the JobSet release the testbed builds.
-const JobSetReleaseManifests = "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"
-
-// installJobSetRelease installs upstream JobSet on a cluster that has none (kind), with the
-// testbed's kubectl, and waits for its controller.
-func installJobSetRelease(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	tb, err := testbed.DefaultConfig()
-	if err != nil {
-		return ctx, err
-	}
-	kubectl := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, tb.Bin("kubectl"), append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
-		}
-		return nil
-	}
-	if err := kubectl("apply", "--server-side", "-f", JobSetReleaseManifests); err != nil {
-		return ctx, err
-	}
-	return ctx, kubectl("-n", "jobset-system", "wait", "--for=condition=Available", "--timeout=5m", "deployment/jobset-controller-manager")
 }
 
 // RequireJobSet skips t when the testbed's JobSet controller (testbed.Config.JobSetVersion) is
