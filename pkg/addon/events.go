@@ -1,23 +1,64 @@
 package addon
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // MaxEventNote is the longest note the API server accepts on an events.k8s.io/v1 Event.
 const MaxEventNote = 1024
 
 // EventRecorder is the manager's events.k8s.io recorder for the controller name, with notes cut
-// to MaxEventNote: the API server refuses a longer one, and the event would be lost.
+// to MaxEventNote: the API server refuses a longer one, and the event would be lost. Under Run,
+// the manager's recorder writes through a client of its own (--event-qps, --event-burst).
 func EventRecorder(mgr ctrl.Manager, name string) events.EventRecorder {
 	return noteLimit{mgr.GetEventRecorder(name)}
+}
+
+// ownEvents is the manager handed to Setup: its recorders write Events through the broadcaster
+// given, whose client has a rate limit of its own. controller-runtime's own recorder shares the
+// manager's limit (--kube-api-qps), so that a burst of Events, one per object made, would take
+// half of the writes from the objects themselves.
+type ownEvents struct {
+	ctrl.Manager
+	broadcaster events.EventBroadcaster
+}
+
+func (m ownEvents) GetEventRecorder(name string) recorder.EventRecorder {
+	rec := m.broadcaster.NewRecorder(m.GetScheme(), name)
+	// client-go's recorder annotates too; its interface type does not say so.
+	return annotated{EventRecorder: rec, AnnotatedEventRecorder: rec.(events.AnnotatedEventRecorder)}
+}
+
+type annotated struct {
+	events.EventRecorder
+	events.AnnotatedEventRecorder
+}
+
+// startEvents starts a broadcaster that writes Events with cfg's identity at qps and burst,
+// until ctx is done; stop it with Shutdown.
+func startEvents(ctx context.Context, cfg *rest.Config, qps float32, burst int) (events.EventBroadcaster, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = qps, burst
+	cl, err := eventsv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cl})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+	}
+	return b, nil
 }
 
 type noteLimit struct{ events.EventRecorder }

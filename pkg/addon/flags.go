@@ -36,6 +36,9 @@ type Config struct {
 
 	QPS   float32
 	Burst int
+	// EventQPS and EventBurst rate-limit Events on a client of their own (EventRecorder).
+	EventQPS   float32
+	EventBurst int
 
 	LogLevel  string
 	LogFormat string
@@ -81,6 +84,12 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	}
 	fs.Float32Var(&c.QPS, "kube-api-qps", qps, "Queries per second to the Kubernetes API server")
 	fs.IntVar(&c.Burst, "kube-api-burst", burst, "Burst of queries to the Kubernetes API server")
+	// Events go through a client of their own with a lower limit (as kubelet's --event-qps):
+	// when hundreds of JobSets arrive at once, one Event per object made would double the
+	// writes the API server takes in the burst and slow the objects themselves; the Events
+	// follow a few seconds later instead.
+	fs.Float32Var(&c.EventQPS, "event-qps", 20, "Events per second written to the Kubernetes API server (a client of their own, apart from --kube-api-qps)")
+	fs.IntVar(&c.EventBurst, "event-burst", 20, "Burst of Events written to the Kubernetes API server")
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "Log level: debug, info, error, or a verbosity number (0 = info, higher = more)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "Log format: json or console")
@@ -110,6 +119,9 @@ func (c *Config) validate() error {
 	}
 	if c.QPS <= 0 || c.Burst <= 0 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if c.EventQPS <= 0 || c.EventBurst <= 0 {
+		return fmt.Errorf("--event-qps and --event-burst must be positive")
 	}
 	if c.LeaderElect && c.LeaderElectionNamespace == "" {
 		return fmt.Errorf("--leader-election-namespace must be set when --leader-elect is on")

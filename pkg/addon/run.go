@@ -19,9 +19,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -119,6 +121,9 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		LeaseDuration:                 &cfg.LeaseDuration,
 		RenewDeadline:                 &cfg.RenewDeadline,
 		RetryPeriod:                   &cfg.RetryPeriod,
+		// A standby replica starts its controllers' informers before it leads, so that it acts on
+		// synced caches as soon as it takes the Lease, and a fresh start lists while it elects.
+		Controller: config.Controller{EnableWarmup: ptr.To(true)},
 		Cache: cache.Options{
 			ByObject:         opts.Cache,
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -164,6 +169,11 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	eventBroadcaster, err := startEvents(ctx, restCfg, cfg.EventQPS, cfg.EventBurst)
+	if err != nil {
+		return err
+	}
+	defer eventBroadcaster.Shutdown()
 	setupErr := make(chan error, 1)
 	go func() {
 		select {
@@ -176,7 +186,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 			webhookStarted.Store(&started)
 		}
 		if opts.Setup != nil {
-			if err := opts.Setup(ctx, mgr, gates); err != nil {
+			if err := opts.Setup(ctx, ownEvents{Manager: mgr, broadcaster: eventBroadcaster}, gates); err != nil {
 				setupErr <- fmt.Errorf("setting up controllers and webhooks: %w", err)
 				cancel()
 				return

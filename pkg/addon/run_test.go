@@ -15,6 +15,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		"log format":    {args: []string{"--log-format=xml"}, wantErr: "--log-format"},
 		"log level":     {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		"qps":           {args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
+		"event qps":     {args: []string{"--event-qps=0"}, wantErr: "--event-qps"},
 		"unknown flag":  {args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		"unknown gate":  {args: []string{"--feature-gates=NoSuchGate=true"}, wantErr: "NoSuchGate"},
 		"lease without": {args: []string{"--leader-election-namespace="}, wantErr: "--leader-election-namespace"},
