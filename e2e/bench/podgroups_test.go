@@ -42,7 +42,7 @@ func BenchmarkPodGroups(b *testing.B) {
 		b.Fatal(err)
 	}
 	runAddonBench(b, "podgroups", []scenario{
-		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.tb) }},
+		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
 		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c, e.tb) }},
 	})
 }
@@ -78,7 +78,7 @@ func gangJobSet(ns, name string, pods int32) *jobsetv1alpha2.JobSet {
 // its start. The cold start (process start, listing 500 JobSets and 1,000 Jobs, taking the
 // Lease) is a row of its own: a cost per start, not per PodGroup, that the bare loop does not
 // pay.
-func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config) []row {
+func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
 	const n = 500
 	ns := namespace(ctx, b, c, "bench-pg")
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
@@ -98,15 +98,9 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	lags := seen.pairLags("jobset/", "podgroup/")
 
 	// The controller's own rate, from a start with 500 JobSets and no PodGroup, once the JobSet
-	// controller made their Jobs and the cluster is quiet, against the bare loop just before it.
+	// controller made their Jobs and the cluster is quiet, against the bare loop.
 	timeUntil(ctx, b, c, time.Now(), batchv1.SchemeGroupVersion.WithKind("JobList"), ns, nil, 2*n)
 	time.Sleep(2 * time.Second)
-	if err := testbed.StopAddon(ctx, tb, "podgroups"); err != nil {
-		b.Fatal(err)
-	}
-	deletePodGroups(ctx, b, c, ns, ours)
-	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
-	// owner reference to the JobSet, spec), in the same namespace, then they are deleted again.
 	var jobSets jobsetv1alpha2.JobSetList
 	if err := c.List(ctx, &jobSets, client.InNamespace(ns)); err != nil {
 		b.Fatal(err)
@@ -123,31 +117,11 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	serverSide := func() histogram {
-		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return parseHistogram(string(raw), "apiserver_request_duration_seconds", `resource="podgroups",scope="resource",subresource="",verb="POST"`)
-	}
-	// Rounds of bare loop, then controller, on the same cluster; the medians are compared.
-	var bareTimes, workings, restarts, starteds, actings, firsts, eventsDones []time.Duration
-	var bareServer, oursServer histogram
-	for round := range benchRounds() {
-		if round > 0 {
-			if err := testbed.StopAddon(ctx, tb, "podgroups"); err != nil {
-				b.Fatal(err)
-			}
-			deletePodGroups(ctx, b, c, ns, ours)
-			time.Sleep(time.Second)
-		}
-		beforeBare := serverSide()
-		start := time.Now()
-		if err := createParallel(n, 16, func(i int) error {
+	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
+	// owner reference to the JobSet, spec), in the same namespace.
+	res := restartBench{
+		addon: "podgroups", ns: ns, list: volcanoPodGroupList, resource: "podgroups", ours: ours, n: n,
+		bare: func(i int) error {
 			js := &jobSets.Items[i]
 			return bare.Create(ctx, &volcanov1beta1.PodGroup{
 				ObjectMeta: metav1.ObjectMeta{
@@ -158,75 +132,16 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, tb 
 				},
 				Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
 			})
-		}); err != nil {
-			b.Fatal(err)
-		}
-		bareTimes = append(bareTimes, timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n))
-		bareServer = bareServer.plus(serverSide().minus(beforeBare))
-		deletePodGroups(ctx, b, c, ns, ours)
-		time.Sleep(time.Second)
+		},
+		eventReason: "PodGroupCreated", events: n,
+	}.run(ctx, b, c, tb, cs)
+	h, err := addonHistogram(ctx, tb, "podgroups", "jobset_addons_podgroups_reconcile_duration_seconds", `result="success"`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	where := []row{{what: fmt.Sprintf("  its reconciles in the last round, p50/p99 (%d)", int(h.count)), ours: fmtSeconds(h.quantile(0.5)) + " / " + fmtSeconds(h.quantile(0.99)), target: "-"}}
+	return append(res.rows(fmt.Sprintf("%d PodGroups, QPS %d", n, pgQPS), "ratio >= 0.9", n), append(where, []row{
 
-		// The clock starts as the process is started: the harness's own preparation
-		// (certificate, chart render, ServiceAccount token) is done before.
-		addon, err := testbed.PrepareAddon(ctx, tb, "podgroups", addonArgs()...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		beforeOurs := serverSide()
-		start = time.Now()
-		if err := addon.Start(ctx, nil); err != nil {
-			b.Fatal(err)
-		}
-		starteds = append(starteds, time.Since(start))
-		firsts = append(firsts, timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, 1))
-		restart := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
-		oursServer = oursServer.plus(serverSide().minus(beforeOurs))
-		acting, err := workersStarted(tb, "podgroups")
-		if err != nil {
-			b.Fatal(err)
-		}
-		restarts = append(restarts, restart)
-		actings = append(actings, acting.Sub(start))
-		// From the moment the controller acts (caches synced, Lease held) to the last
-		// PodGroup: the work the bare loop does, from its start to its last PodGroup.
-		workings = append(workings, restart-acting.Sub(start))
-		// The next round starts once this one's Events are written.
-		eventsDones = append(eventsDones, eventsUntil(ctx, b, c, start, ns, "PodGroupCreated", n))
-	}
-	bareTime, working, restart := median(bareTimes), median(workings), median(restarts)
-	// Where the controller's time went, from its own metrics.
-	where := []row{{what: "  apiserver time of a PodGroup POST, p50/p99", ours: fmtSeconds(oursServer.quantile(0.5)) + " / " + fmtSeconds(oursServer.quantile(0.99)),
-		baseline: fmtSeconds(bareServer.quantile(0.5)) + " / " + fmtSeconds(bareServer.quantile(0.99)), target: "-"}}
-	for _, m := range []struct{ what, metric, match string }{
-		{"  its reconciles, p50/p99", "jobset_addons_podgroups_reconcile_duration_seconds", `result="success"`},
-	} {
-		h, err := addonHistogram(ctx, tb, "podgroups", m.metric, m.match)
-		if err != nil {
-			b.Fatal(err)
-		}
-		where = append(where, row{what: fmt.Sprintf("%s (%d)", m.what, int(h.count)), ours: fmtSeconds(h.quantile(0.5)) + " / " + fmtSeconds(h.quantile(0.99)), target: "-"})
-	}
-	return append([]row{
-		{
-			what:     fmt.Sprintf("%d PodGroups, from the controller's workers starting, QPS %d (median of %d)", n, pgQPS, len(workings)),
-			ours:     working.Round(time.Millisecond).String(),
-			baseline: bareTime.Round(time.Millisecond).String() + " bare",
-			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/working.Seconds()),
-			target:   "ratio >= 0.9",
-		},
-		{what: "  each round, ours vs bare", ours: roundRatios(workings, bareTimes), target: "-"},
-		{
-			what:     fmt.Sprintf("%d PodGroups, from the process starting (cold start)", n),
-			ours:     restart.Round(time.Millisecond).String(),
-			baseline: bareTime.Round(time.Millisecond).String() + " bare",
-			ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/restart.Seconds()),
-			target:   "-",
-		},
-		{what: "  of which the process started and answered readyz", ours: median(starteds).Round(time.Millisecond).String(), target: "-"},
-		{what: "  the workers started (caches of 500 JobSets and 1,000 Jobs synced, Lease taken)", ours: median(actings).Round(time.Millisecond).String(), target: "-"},
-		{what: "  the first PodGroup made", ours: median(firsts).Round(time.Millisecond).String(), target: "-"},
-		{what: fmt.Sprintf("  all %d PodGroupCreated Events written (--event-qps)", n), ours: median(eventsDones).Round(time.Millisecond).String(), target: "-"},
-	}, append(where, []row{
 		{what: fmt.Sprintf("%d JobSets created to %d PodGroups, end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", n), ours: admitted.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  PodGroup minus its JobSet's arrival, p50/p99 (%d)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
@@ -358,16 +273,4 @@ func watchList(ctx context.Context, b *testing.B, tb testbed.Config, list client
 		b.Fatal(err)
 	}
 	return w
-}
-
-// deletePodGroups deletes the Volcano PodGroups in ns with labels and waits until they are gone.
-func deletePodGroups(ctx context.Context, b *testing.B, c client.Client, ns string, labels client.MatchingLabels) {
-	if err := c.DeleteAllOf(ctx, &volcanov1beta1.PodGroup{}, client.InNamespace(ns), labels); err != nil {
-		b.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return countObjects(ctx, c, volcanoPodGroupList, ns, labels) == 0, nil
-	}); err != nil {
-		b.Fatal(err)
-	}
 }

@@ -36,6 +36,8 @@ type Config struct {
 
 	QPS   float32
 	Burst int
+	// Gzip asks the API server to compress large responses.
+	Gzip bool
 	// EventQPS and EventBurst rate-limit Events on a client of their own (EventRecorder).
 	EventQPS   float32
 	EventBurst int
@@ -84,6 +86,7 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	}
 	fs.Float32Var(&c.QPS, "kube-api-qps", qps, "Queries per second to the Kubernetes API server")
 	fs.IntVar(&c.Burst, "kube-api-burst", burst, "Burst of queries to the Kubernetes API server")
+	fs.BoolVar(&c.Gzip, "kube-api-gzip", false, "Ask the Kubernetes API server to gzip large responses (lists). Off by default: next to the API server bandwidth is cheap, and compressing a list of thousands of objects costs the API server CPU that its other requests wait for")
 	// Events go through a client of their own with a lower limit (as kubelet's --event-qps):
 	// when hundreds of JobSets arrive at once, one Event per object made would double the
 	// writes the API server takes in the burst and slow the objects themselves; the Events

@@ -19,11 +19,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -99,6 +97,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	}
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
+	restCfg.DisableCompression = !cfg.Gzip
 	restCfg.UserAgent = "jobset-addons-" + opts.Name
 
 	scheme := runtime.NewScheme()
@@ -121,9 +120,6 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		LeaseDuration:                 &cfg.LeaseDuration,
 		RenewDeadline:                 &cfg.RenewDeadline,
 		RetryPeriod:                   &cfg.RetryPeriod,
-		// A standby replica starts its controllers' informers before it leads, so that it acts on
-		// synced caches as soon as it takes the Lease, and a fresh start lists while it elects.
-		Controller: config.Controller{EnableWarmup: ptr.To(true)},
 		Cache: cache.Options{
 			ByObject:         opts.Cache,
 			DefaultTransform: cache.TransformStripManagedFields(),
