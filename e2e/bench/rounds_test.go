@@ -122,6 +122,7 @@ func (r restartResult) rows(what, target string, n int) []row {
 		{what: fmt.Sprintf("  its %d creation Events written (--event-qps)", n), ours: median(r.events).Round(time.Millisecond).String(), target: "-"},
 		{what: "  apiserver time of a create, p50/p99", ours: fmtSeconds(r.oursServer.quantile(0.5)) + " / " + fmtSeconds(r.oursServer.quantile(0.99)),
 			baseline: fmtSeconds(r.bareServer.quantile(0.5)) + " / " + fmtSeconds(r.bareServer.quantile(0.99)), target: "-"},
+		{what: "  creates (POST) the apiserver took, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.count), baseline: fmt.Sprintf("%.0f", r.bareServer.count), target: "-"},
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -52,6 +53,8 @@ type Reconciler struct {
 	Gates    featuregate.FeatureGate
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
+	// Made holds the claims created that the cache does not show yet (NewMade when nil).
+	Made *addon.Made
 
 	// warned holds the Jobs already told about (shadowed templates), so that each is told once
 	// per process rather than on every reconcile.
@@ -62,6 +65,9 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
 // claims it manages.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if r.Made == nil {
+		r.Made = addon.NewMade(madeTTL)
+	}
 	jobHasTemplates := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[contract.TemplatesAnnotationKey]
 		return ok
@@ -120,6 +126,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	existing := make(map[string]*resourcev1.ResourceClaim, len(list.Items))
 	for i := range list.Items {
 		existing[list.Items[i].Name] = &list.Items[i]
+		r.Made.Seen(client.ObjectKeyFromObject(&list.Items[i]))
+	}
+	// A claim this process created that the cache does not show yet is not created again; the
+	// watch event of its arrival brings the next reconcile, or, should none come, the requeue.
+	waiting := false
+	missing := func(name string) bool {
+		if r.Made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: name}) {
+			waiting = true
+			return false
+		}
+		return true
 	}
 
 	byName := make(map[string]*batchv1.Job, len(jobs.Items))
@@ -131,19 +148,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		byName[job.Name] = job
 		if claims.HasTemplates(job) && job.DeletionTimestamp.IsZero() {
-			work = append(work, r.plan(js, job, existing)...)
+			work = append(work, r.plan(js, job, existing, missing)...)
 		}
 	}
-	work = append(work, r.ahead(js, byName, existing, work)...)
-	return ctrl.Result{}, r.run(ctx, js, work)
+	work = append(work, r.ahead(js, byName, existing, work, missing)...)
+	if err := r.run(ctx, js, work); err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: madeTTL}, nil
+	}
+	return ctrl.Result{}, nil
 }
+
+// madeTTL is how long a claim created is taken to exist before the cache shows it.
+const madeTTL = 30 * time.Second
 
 // ahead plans the claims of the Jobs JobSet has yet to create in its current attempt, so that
 // they exist before the Jobs and their pods: owned by the JobSet until their Job appears and
 // adopts them. Claims made ahead that no Job will adopt any more (the JobSet restarted,
 // finished, or shrank) are deleted.
 // planned is what plan decided for the existing Jobs: the claims it adopts or deletes are its.
-func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.Job, existing map[string]*resourcev1.ResourceClaim, planned []action) []action {
+// missing tells whether a claim the cache does not show is to be created.
+func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.Job, existing map[string]*resourcev1.ResourceClaim, planned []action, missing func(string) bool) []action {
 	finished := jobsets.Finished(js)
 	wanted := sets.New[string]()
 	var work []action
@@ -165,7 +192,7 @@ func (r *Reconciler) ahead(js *jobsetv1alpha2.JobSet, jobs map[string]*batchv1.J
 					continue
 				}
 				wanted.Insert(b.ClaimName)
-				if existing[b.ClaimName] == nil {
+				if existing[b.ClaimName] == nil && missing(b.ClaimName) {
 					work = append(work, action{jobName: name, create: claims.Claim(js.Namespace, js.Name, rj.Name, j, claims.JobSetOwner(js), b)})
 				}
 			}
@@ -224,7 +251,7 @@ type action struct {
 // plan lists what the Job needs: its claims created (or, made ahead, adopted) while it runs,
 // deleted once it finished (unless Retain), and a claim of ours of the right name but another
 // owner (an earlier Job of the same name) deleted, to be made again once it is gone.
-func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing map[string]*resourcev1.ResourceClaim) []action {
+func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing map[string]*resourcev1.ResourceClaim, missing func(string) bool) []action {
 	bindings, errs := claims.Bindings(job)
 	if len(errs) > 0 {
 		if r.firstWarning(job.UID) {
@@ -244,7 +271,7 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 		c := existing[b.ClaimName]
 		switch {
 		case c == nil:
-			if !finished {
+			if !finished && missing(b.ClaimName) {
 				work = append(work, action{job: job, jobName: job.Name, create: claims.JobClaim(job, b)})
 			}
 		case !c.DeletionTimestamp.IsZero():
@@ -378,6 +405,7 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
 	err := r.Client.Create(ctx, a.create)
 	if err == nil {
+		r.Made.Created(client.ObjectKeyFromObject(a.create))
 		claimsCreated.Inc()
 		out.add(a.jobName, "created", a.create.Name, nil)
 		return
@@ -404,8 +432,10 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		}
 	case controlledBy(found, a.create.OwnerReferences[0].UID):
 		// Made by an earlier reconcile that the cache does not show yet.
+		r.Made.Created(client.ObjectKeyFromObject(found))
 	case controlledBy(found, js.UID):
 		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
+		r.Made.Created(client.ObjectKeyFromObject(found))
 	default:
 		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
 		// made again once the watch sees it gone. Until then the Job's pods wait for it.
