@@ -89,7 +89,7 @@ func main() {
 			if err := webhook.Register(mgr, w); err != nil {
 				return err
 			}
-			return r.SetupWithManager(mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, concurrency)
 		},
 	})
 }

@@ -55,7 +55,7 @@ func main() {
 			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of claim templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
 			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
-		Setup: func(_ context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
+		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
 			if err := webhook.Register(mgr, gates, webhookQPS, webhookBurst); err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func main() {
 				Gates:     gates,
 				Workers:   workers,
 			}
-			return r.SetupWithManager(mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, concurrency)
 		},
 	})
 }

@@ -1,11 +1,16 @@
 package addon
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Made remembers the objects a controller created until its cache shows them (client-go's
@@ -22,13 +27,31 @@ type Made struct {
 	at map[types.NamespacedName]time.Time
 }
 
-// NewMade remembers created objects for ttl at most.
+// NewMade remembers created objects for ttl at most. A nil *Made remembers nothing.
 func NewMade(ttl time.Duration) *Made {
 	return &Made{TTL: ttl, Clock: clock.RealClock{}}
 }
 
+// Observe forgets each object of obj's kind as soon as c's informer has it, whether or not a
+// reconcile follows: a reconcile after its deletion must make it again at once.
+func (m *Made) Observe(ctx context.Context, c cache.Cache, obj client.Object) error {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		if mo, ok := o.(metav1.Object); ok {
+			m.Seen(types.NamespacedName{Namespace: mo.GetNamespace(), Name: mo.GetName()})
+		}
+	}})
+	return err
+}
+
 // Created records that the object key was created just now.
 func (m *Made) Created(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.at == nil {
@@ -40,6 +63,9 @@ func (m *Made) Created(key types.NamespacedName) {
 // Pending tells whether the object key, which the cache does not show, was created less than
 // TTL ago: the cache is behind, and it must not be created again.
 func (m *Made) Pending(key types.NamespacedName) bool {
+	if m == nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at, ok := m.at[key]
@@ -55,6 +81,9 @@ func (m *Made) Pending(key types.NamespacedName) bool {
 
 // Seen forgets the object key: the cache shows it.
 func (m *Made) Seen(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.at, key)

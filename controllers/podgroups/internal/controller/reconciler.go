@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -51,6 +52,8 @@ type Reconciler struct {
 	Installed map[contract.Scheduler]*Backend
 	// DefaultQueue is the Volcano queue of a JobSet that names none.
 	DefaultQueue string
+	// Made holds the PodGroups created that the cache does not show yet (NewMade when nil).
+	Made *addon.Made
 
 	warned addon.Told
 }
@@ -72,7 +75,15 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.S
 // SetupWithManager registers the reconciler for JobSets that ask for gang scheduling, for their
 // Jobs (a stage's Jobs finishing ends its PodGroup; upstream dependsOn creating a later stage's
 // Jobs starts it) and for our PodGroups (one deleted by hand is made again).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if r.Made == nil {
+		r.Made = addon.NewMade(madeTTL)
+	}
+	for _, b := range r.Installed {
+		if err := r.Made.Observe(ctx, mgr.GetCache(), b.New()); err != nil {
+			return err
+		}
+	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && gang.Uses(js)
@@ -161,14 +172,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	have := map[string]client.Object{}
 	for _, pg := range b.Items(list) {
+		r.Made.Seen(client.ObjectKeyFromObject(pg))
 		if Ours(pg, js) {
 			have[pg.GetName()] = pg
 		}
 	}
 
 	var errList []error
+	waiting := false
 	for _, g := range want {
-		if err := r.ensure(ctx, js, b, g, s, have[g.Name]); err != nil {
+		if have[g.Name] == nil && r.Made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
+			// Created by this process, not in the cache yet: its arrival brings the next
+			// reconcile, or, should none come, the requeue.
+			waiting = true
+		} else if err := r.ensure(ctx, js, b, g, s, have[g.Name]); err != nil {
 			errList = append(errList, err)
 		}
 		delete(have, g.Name)
@@ -182,8 +199,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
 		return ctrl.Result{}, err
 	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: madeTTL}, nil
+	}
 	return ctrl.Result{}, nil
 }
+
+// madeTTL is how long a PodGroup created is taken to exist before the cache shows it.
+const madeTTL = 30 * time.Second
 
 // wanted are the gangs whose PodGroup should exist now, and, for the others that may exist,
 // why they should not:
@@ -262,6 +285,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 	if have == nil {
 		err := r.Client.Create(ctx, want)
 		if err == nil {
+			r.Made.Created(client.ObjectKeyFromObject(want))
 			podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
 			ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
 			r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonCreated, actionCreate,

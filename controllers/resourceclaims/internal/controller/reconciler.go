@@ -64,9 +64,12 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
 // claims it manages.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if r.Made == nil {
 		r.Made = addon.NewMade(madeTTL)
+	}
+	if err := r.Made.Observe(ctx, mgr.GetCache(), &resourcev1.ResourceClaim{}); err != nil {
+		return err
 	}
 	jobHasTemplates := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[contract.TemplatesAnnotationKey]
