@@ -3,6 +3,7 @@ package addon
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"unicode/utf8"
 
@@ -45,12 +46,13 @@ type annotated struct {
 	events.AnnotatedEventRecorder
 }
 
-// startEvents starts a broadcaster that writes Events with cfg's identity at qps and burst,
-// until ctx is done; stop it with Shutdown.
-func startEvents(ctx context.Context, cfg *rest.Config, qps float32, burst int) (events.EventBroadcaster, error) {
+// startEvents starts a broadcaster that writes Events through httpClient (the manager's
+// connections), with cfg's identity, at qps and burst, until ctx is done; stop it with
+// Shutdown. Events are best effort: those waiting for the rate limit die with the process.
+func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
-	cl, err := eventsv1client.NewForConfig(cfg)
+	cl, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}

@@ -35,7 +35,8 @@ func NewMade(ttl time.Duration) *Made {
 // Observe forgets each object of obj's kind as soon as c's informer has it, whether or not a
 // reconcile follows: a reconcile after its deletion must make it again at once.
 func (m *Made) Observe(ctx context.Context, c cache.Cache, obj client.Object) error {
-	inf, err := c.GetInformer(ctx, obj)
+	// Not waiting for the informer to sync: Setup goes on, and the controller waits for it.
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/pflag"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -22,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -108,6 +111,10 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 	}
 
+	byObject, err := servedOnly(restCfg, scheme, opts.Cache, log)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
@@ -121,7 +128,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		RenewDeadline:                 &cfg.RenewDeadline,
 		RetryPeriod:                   &cfg.RetryPeriod,
 		Cache: cache.Options{
-			ByObject:         opts.Cache,
+			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -165,7 +172,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	eventBroadcaster, err := startEvents(ctx, restCfg, cfg.EventQPS, cfg.EventBurst)
+	eventBroadcaster, err := startEvents(ctx, restCfg, mgr.GetHTTPClient(), cfg.EventQPS, cfg.EventBurst)
 	if err != nil {
 		return err
 	}
@@ -260,4 +267,37 @@ func enabledGates(gates featuregate.FeatureGate, known map[featuregate.Feature]f
 		out[string(f)] = gates.Enabled(f)
 	}
 	return out
+}
+
+// servedOnly is cache, without the kinds the API server does not serve (an optional CRD, such
+// as one gang scheduler's PodGroup): the manager cannot be created with a cache option for a
+// kind it cannot map. The controller finds out itself which kinds it may watch.
+func servedOnly(cfg *rest.Config, scheme *runtime.Scheme, byObject map[client.Object]cache.ByObject, log logr.Logger) (map[client.Object]cache.ByObject, error) {
+	if len(byObject) == 0 {
+		return byObject, nil
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the API: %w", err)
+	}
+	out := make(map[client.Object]cache.ByObject, len(byObject))
+	for obj, opts := range byObject {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if apimeta.IsNoMatchError(err) {
+				log.Info("Kind not served by the API server: not cached", "kind", gvk.String())
+				continue
+			}
+			return nil, fmt.Errorf("looking up %s: %w", gvk, err)
+		}
+		out[obj] = opts
+	}
+	return out, nil
 }

@@ -34,6 +34,12 @@ func TestKilled(t *testing.T) {
 			replicated("init", 1, 1, "3s").replicated("main", 1, 2, "2s").JobSet
 		framework.CreateAll(ctx, t, c, js)
 		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano, "crash-stage-0")
+		// Killed once its Event about stage 0 is written: an Event still in flight dies with a
+		// SIGKILL (Events are best effort), and the count below is about PodGroups.
+		framework.Eventually(ctx, t, 30*time.Second, "stage 0's PodGroupCreated Event", func(ctx context.Context) (bool, string, error) {
+			reasons, err := framework.EventReasons(ctx, c, js)
+			return err == nil && reasons["PodGroupCreated"] == 1, fmt.Sprint(reasons), nil
+		})
 		if err := testbed.KillAddon(tb, addonName); err != nil {
 			t.Fatal(err)
 		}
