@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,30 +145,6 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", n), ours: admitted.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  PodGroup minus its JobSet's arrival, p50/p99 (%d)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
 	}...)...)
-}
-
-// eventsUntil polls until n events.k8s.io Events of reason in ns were observed at or after start,
-// and returns the time from start.
-func eventsUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns, reason string, n int) time.Duration {
-	count := func(ctx context.Context) int {
-		var list eventsv1.EventList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return -1
-		}
-		got := 0
-		for _, e := range list.Items {
-			if e.Reason == reason && !e.EventTime.Time.Before(start.Truncate(time.Microsecond)) {
-				got++
-			}
-		}
-		return got
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return count(ctx) >= n, nil
-	}); err != nil {
-		b.Fatalf("waiting for %d %s Events in %s: %v (have %d)", n, reason, ns, err, count(ctx))
-	}
-	return time.Since(start)
 }
 
 // pairLags is, for every object first seen under prefix a and one of the same name under b,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -194,4 +195,28 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		r.events = append(r.events, eventsUntil(ctx, b, c, start, rb.ns, rb.eventReason, rb.events))
 	}
 	return r
+}
+
+// eventsUntil polls until n events.k8s.io Events of reason in ns were observed at or after start,
+// and returns the time from start.
+func eventsUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns, reason string, n int) time.Duration {
+	count := func(ctx context.Context) int {
+		var list eventsv1.EventList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return -1
+		}
+		got := 0
+		for _, e := range list.Items {
+			if e.Reason == reason && !e.EventTime.Time.Before(start.Truncate(time.Microsecond)) {
+				got++
+			}
+		}
+		return got
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return count(ctx) >= n, nil
+	}); err != nil {
+		b.Fatalf("waiting for %d %s Events in %s: %v (have %d)", n, reason, ns, err, count(ctx))
+	}
+	return time.Since(start)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
@@ -118,7 +119,9 @@ func TestRunOnAPIServer(t *testing.T) {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		FeatureGates:       map[featuregate.Feature]featuregate.FeatureSpec{"PartOne": {Default: false, PreRelease: featuregate.Alpha}},
-		Cache:              map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: ManagedBy("test.jobset-addons.io")},
+		// Widget is served by no API: an optional CRD that is not installed must not stop the
+		// manager (servedOnly drops it), or podgroups could not start without both PodGroup CRDs.
+		Cache: map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: ManagedBy("test.jobset-addons.io"), unservedWidget(): {}},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
 			var pvcs corev1.PersistentVolumeClaimList
 			if err := mgr.GetCache().List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
@@ -293,4 +296,10 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+func unservedWidget() client.Object {
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	return w
 }

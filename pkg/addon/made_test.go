@@ -10,7 +10,7 @@ import (
 
 func TestMade(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	m := &Made{TTL: 30 * time.Second, Clock: clk}
+	m := &Made{TTL: MadeTTL, Clock: clk}
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
 	if m.Pending(a) {
 		t.Fatal("nothing created yet, but a is pending")
@@ -28,8 +28,18 @@ func TestMade(t *testing.T) {
 		t.Fatal("a pending after the cache showed it")
 	}
 	m.Created(b)
-	clk.SetTime(clk.Now().Add(30 * time.Second))
+	clk.SetTime(clk.Now().Add(MadeTTL))
 	if m.Pending(b) {
 		t.Fatal("b still pending after its TTL: a missing object would never be made again")
 	}
+}
+
+func TestNilMadeRemembersNothing(t *testing.T) {
+	var m *Made
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	m.Created(key)
+	if m.Pending(key) {
+		t.Fatal("a nil Made remembered a creation")
+	}
+	m.Seen(key)
 }

@@ -52,8 +52,8 @@ type Reconciler struct {
 	Installed map[contract.Scheduler]*Backend
 	// DefaultQueue is the Volcano queue of a JobSet that names none.
 	DefaultQueue string
-	// Made holds the PodGroups created that the cache does not show yet (NewMade when nil).
-	Made *addon.Made
+	// made holds the PodGroups created that the cache does not show yet.
+	made *addon.Made
 
 	warned addon.Told
 }
@@ -76,13 +76,13 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.S
 // Jobs (a stage's Jobs finishing ends its PodGroup; upstream dependsOn creating a later stage's
 // Jobs starts it) and for our PodGroups (one deleted by hand is made again).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Made == nil {
-		r.Made = addon.NewMade(madeTTL)
-	}
+	var kinds []client.Object
 	for _, b := range r.Installed {
-		if err := r.Made.Observe(ctx, mgr.GetCache(), b.New()); err != nil {
-			return err
-		}
+		kinds = append(kinds, b.New())
+	}
+	var err error
+	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), kinds...); err != nil {
+		return err
 	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
@@ -172,7 +172,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	have := map[string]client.Object{}
 	for _, pg := range b.Items(list) {
-		r.Made.Seen(client.ObjectKeyFromObject(pg))
 		if Ours(pg, js) {
 			have[pg.GetName()] = pg
 		}
@@ -181,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var errList []error
 	waiting := false
 	for _, g := range want {
-		if have[g.Name] == nil && r.Made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
+		if have[g.Name] == nil && r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
 			// Created by this process, not in the cache yet: its arrival brings the next
 			// reconcile, or, should none come, the requeue.
 			waiting = true
@@ -200,13 +199,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if waiting {
-		return ctrl.Result{RequeueAfter: madeTTL}, nil
+		return ctrl.Result{RequeueAfter: addon.MadeTTL}, nil
 	}
 	return ctrl.Result{}, nil
 }
-
-// madeTTL is how long a PodGroup created is taken to exist before the cache shows it.
-const madeTTL = 30 * time.Second
 
 // wanted are the gangs whose PodGroup should exist now, and, for the others that may exist,
 // why they should not:
@@ -285,7 +281,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 	if have == nil {
 		err := r.Client.Create(ctx, want)
 		if err == nil {
-			r.Made.Created(client.ObjectKeyFromObject(want))
+			r.made.Created(client.ObjectKeyFromObject(want))
 			podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
 			ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
 			r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonCreated, actionCreate,

@@ -53,8 +53,8 @@ type Reconciler struct {
 	Gates    featuregate.FeatureGate
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
-	// Made holds the claims created that the cache does not show yet (NewMade when nil).
-	Made *addon.Made
+	// made holds the claims created that the cache does not show yet.
+	made *addon.Made
 
 	// warned holds the Jobs already told about (shadowed templates), so that each is told once
 	// per process rather than on every reconcile.
@@ -65,10 +65,8 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
 // claims it manages.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Made == nil {
-		r.Made = addon.NewMade(madeTTL)
-	}
-	if err := r.Made.Observe(ctx, mgr.GetCache(), &resourcev1.ResourceClaim{}); err != nil {
+	var err error
+	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), &resourcev1.ResourceClaim{}); err != nil {
 		return err
 	}
 	jobHasTemplates := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -129,13 +127,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	existing := make(map[string]*resourcev1.ResourceClaim, len(list.Items))
 	for i := range list.Items {
 		existing[list.Items[i].Name] = &list.Items[i]
-		r.Made.Seen(client.ObjectKeyFromObject(&list.Items[i]))
 	}
 	// A claim this process created that the cache does not show yet is not created again; the
 	// watch event of its arrival brings the next reconcile, or, should none come, the requeue.
 	waiting := false
 	missing := func(name string) bool {
-		if r.Made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: name}) {
+		if r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: name}) {
 			waiting = true
 			return false
 		}
@@ -159,13 +156,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if waiting {
-		return ctrl.Result{RequeueAfter: madeTTL}, nil
+		return ctrl.Result{RequeueAfter: addon.MadeTTL}, nil
 	}
 	return ctrl.Result{}, nil
 }
-
-// madeTTL is how long a claim created is taken to exist before the cache shows it.
-const madeTTL = 30 * time.Second
 
 // ahead plans the claims of the Jobs JobSet has yet to create in its current attempt, so that
 // they exist before the Jobs and their pods: owned by the JobSet until their Job appears and
@@ -408,7 +402,7 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
 	err := r.Client.Create(ctx, a.create)
 	if err == nil {
-		r.Made.Created(client.ObjectKeyFromObject(a.create))
+		r.made.Created(client.ObjectKeyFromObject(a.create))
 		claimsCreated.Inc()
 		out.add(a.jobName, "created", a.create.Name, nil)
 		return
@@ -435,10 +429,10 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		}
 	case controlledBy(found, a.create.OwnerReferences[0].UID):
 		// Made by an earlier reconcile that the cache does not show yet.
-		r.Made.Created(client.ObjectKeyFromObject(found))
+		r.made.Created(client.ObjectKeyFromObject(found))
 	case controlledBy(found, js.UID):
 		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
-		r.Made.Created(client.ObjectKeyFromObject(found))
+		r.made.Created(client.ObjectKeyFromObject(found))
 	default:
 		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
 		// made again once the watch sees it gone. Until then the Job's pods wait for it.
