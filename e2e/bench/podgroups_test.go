@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -83,10 +84,9 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
 	seen := newArrivals()
 	for kind, list := range map[string]client.ObjectList{"jobset": &jobsetv1alpha2.JobSetList{}, "podgroup": &volcanov1beta1.PodGroupList{}} {
-		w := watchList(ctx, b, tb, list, ns)
-		defer w.Stop()
-		go seen.record(kind, w)
+		seen.follow(kind, watchList(ctx, b, tb, list, ns))
 	}
+	defer seen.stop()
 	start := time.Now()
 	if err := createParallel(n, 8, func(i int) error { return c.Create(ctx, gangJobSet(ns, fmt.Sprintf("pg-%d", i), 2)) }); err != nil {
 		b.Fatal(err)
@@ -95,6 +95,7 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 	endToEnd := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
 	time.Sleep(time.Second) // the watch may trail the list
 	lags := seen.pairLags("jobset/", "podgroup/")
+	seen.stop()
 
 	// The controller's own rate, from a start with 500 JobSets and no PodGroup, once the JobSet
 	// controller made their Jobs and the cluster is quiet, against the bare loop.
@@ -107,30 +108,28 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 	if len(jobSets.Items) != n {
 		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
 	}
-	rc, err := tb.RESTConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc.QPS, rc.Burst = pgQPS, pgBurst
-	bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
 	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
 	// owner reference to the JobSet, spec), in the same namespace.
 	res := restartBench{
 		addon: "podgroups", ns: ns, list: volcanoPodGroupList, resource: "podgroups", ours: ours, n: n,
-		bare: func(i int) error {
-			js := &jobSets.Items[i]
-			return bare.Create(ctx, &volcanov1beta1.PodGroup{
-				ObjectMeta: metav1.ObjectMeta{
-					Namespace: ns, Name: js.Name,
-					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
-					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
-					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-				},
-				Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
-			})
+		qps: pgQPS, burst: pgBurst,
+		bare: func(rc *rest.Config) func(i int) error {
+			bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(i int) error {
+				js := &jobSets.Items[i]
+				return bare.Create(ctx, &volcanov1beta1.PodGroup{
+					ObjectMeta: metav1.ObjectMeta{
+						Namespace: ns, Name: js.Name,
+						Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+						Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+						OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
+					},
+					Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+				})
+			}
 		},
 		eventReason: "PodGroupCreated", events: n,
 	}.run(ctx, b, c, tb, cs)

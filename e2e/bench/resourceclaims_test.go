@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -96,12 +97,10 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		b.Fatal(err)
 	}
 	jsWatch := watchList(ctx, b, tb, &jobsetv1alpha2.JobSetList{}, ns)
-	defer jsWatch.Stop()
-	go seen.record("jobset", jsWatch)
-	go seen.record("job", jobWatch)
-	go seen.record("claim", claimWatch)
-	defer jobWatch.Stop()
-	defer claimWatch.Stop()
+	seen.follow("jobset", jsWatch)
+	seen.follow("job", jobWatch)
+	seen.follow("claim", claimWatch)
+	defer seen.stop()
 
 	hooks := []string{"mjobset.kb.io", "vjobset.kb.io", "vjobset.resourceclaims.jobset-addons.io"}
 	before := map[string]histogram{}
@@ -145,6 +144,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	seen.waitFor(total, 30*time.Second) // the watches may trail the lists
 	lastJob, lags := seen.lags(start, "-dev")
 	jsLags := seen.jobSetLags(replicas)
+	seen.stop()
 
 	// The controller's own rate: once every Job exists and owns its claim, the same 500 claims
 	// are made again by the bare loop and by the controller (restartBench).
@@ -162,12 +162,18 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		m.ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences}
 		m.Status = resourcev1.ResourceClaimStatus{}
 	}
-	bare := bareClient(b, tb, rcQPS, rcBurst)
 	res := restartBench{
 		addon: "resourceclaims", ns: ns, list: claimList, resource: "resourceclaims", ours: ours, n: total,
-		bare: func(i int) error {
-			_, err := bare.ResourceV1().ResourceClaims(ns).Create(ctx, made.Items[i].DeepCopy(), metav1.CreateOptions{})
-			return err
+		qps: rcQPS, burst: rcBurst,
+		bare: func(rc *rest.Config) func(i int) error {
+			bare, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(i int) error {
+				_, err := bare.ResourceV1().ResourceClaims(ns).Create(ctx, made.Items[i].DeepCopy(), metav1.CreateOptions{})
+				return err
+			}
 		},
 		eventReason: "ResourceClaimsCreated", events: total,
 	}.run(ctx, b, c, tb, cs)
@@ -185,11 +191,20 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 
 // arrivals records when a watch first showed each object.
 type arrivals struct {
-	mu   sync.Mutex
-	when map[string]time.Time // kind/name -> first seen
+	mu      sync.Mutex
+	when    map[string]time.Time // kind/name -> first seen
+	watches []watch.Interface
 }
 
 func newArrivals() *arrivals { return &arrivals{when: map[string]time.Time{}} }
+
+// follow records, in the background, when each object of w is first seen, as kind/name.
+func (a *arrivals) follow(kind string, w watch.Interface) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.watches = append(a.watches, w)
+	go a.record(kind, w)
+}
 
 func (a *arrivals) record(kind string, w watch.Interface) {
 	for ev := range w.ResultChan() {
@@ -206,6 +221,15 @@ func (a *arrivals) record(kind string, w watch.Interface) {
 			a.when[kind+"/"+o.GetName()] = now
 		}
 		a.mu.Unlock()
+	}
+}
+
+// stop ends the watches, so that they add no load to what is measured next.
+func (a *arrivals) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.watches {
+		w.Stop()
 	}
 }
 

@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
@@ -52,12 +56,13 @@ func workersStarted(tb testbed.Config, addon string) (time.Time, error) {
 }
 
 // benchRounds is how many rounds of ours against the bare loop a scenario runs in one testbed:
-// $BENCH_ROUNDS, 3 by default. Tables show the median, and each round's ratio.
+// $BENCH_ROUNDS, 7 by default: single rounds on the 2-CPU testbed vary by a third. Tables show
+// the median, and each round's ratio.
 func benchRounds() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && n > 0 {
 		return n
 	}
-	return 3
+	return 7
 }
 
 // median of d (the upper one of an even count).
@@ -83,8 +88,13 @@ type restartBench struct {
 	resource string
 	ours     client.MatchingLabels
 	n        int
-	// bare creates the i-th object as the add-on does (name, labels, owner, spec).
-	bare func(i int) error
+	// qps and burst are the add-on's client limits, which the bare loop gets too.
+	qps   float32
+	burst int
+	// bare, given the add-on's own identity (its ServiceAccount's token, so that the apiserver
+	// authenticates, authorizes, admits and audits both alike) with the add-on's QPS and burst,
+	// is what creates the i-th object as the add-on does (name, labels, owner, spec).
+	bare func(rc *rest.Config) func(i int) error
 	// eventReason and events: the Events of creation the add-on writes in a round.
 	eventReason string
 	events      int
@@ -95,13 +105,31 @@ type restartResult struct {
 	bare, working, restart, started, acting, first, events []time.Duration
 	// apiserver time of the creates (POST), summed over the rounds.
 	bareServer, oursServer histogram
+	// CPU time each process used in the timed windows, summed over the rounds.
+	bareCPU, oursCPU map[string]time.Duration
+}
+
+// cpuProcesses are the processes whose CPU time the rounds count: the testbed's, the bench's
+// own (the bare loop, and the watches of both) and the add-on's.
+func cpuProcesses(addon string) []string {
+	return []string{"kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "jobset", "kwok-controller", "bench.test", addon}
+}
+
+func addCPU(sum map[string]time.Duration, round map[string]time.Duration) map[string]time.Duration {
+	if sum == nil {
+		sum = map[string]time.Duration{}
+	}
+	for k, v := range round {
+		sum[k] += v
+	}
+	return sum
 }
 
 // rows are the table rows of the result: the rate from the workers starting against the bare
 // loop (the target), each round's ratio, then the cold start.
 func (r restartResult) rows(what, target string, n int) []row {
 	bare, working, restart := median(r.bare), median(r.working), median(r.restart)
-	return []row{
+	rows := []row{
 		{
 			what:     fmt.Sprintf("%s, from the controller's workers starting (median of %d)", what, len(r.working)),
 			ours:     working.Round(time.Millisecond).String(),
@@ -120,20 +148,30 @@ func (r restartResult) rows(what, target string, n int) []row {
 		{what: "  of which the process started and answered readyz", ours: median(r.started).Round(time.Millisecond).String(), target: "-"},
 		{what: "  the workers started (caches synced, Lease taken)", ours: median(r.acting).Round(time.Millisecond).String(), target: "-"},
 		{what: "  the first object made", ours: median(r.first).Round(time.Millisecond).String(), target: "-"},
-		{what: fmt.Sprintf("  its %d creation Events written (--event-qps)", n), ours: median(r.events).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("  its %d creation Events written (--event-qps), last round", n), ours: median(r.events).Round(time.Millisecond).String(), target: "-"},
 		{what: "  apiserver time of a create, p50/p99", ours: fmtSeconds(r.oursServer.quantile(0.5)) + " / " + fmtSeconds(r.oursServer.quantile(0.99)),
 			baseline: fmtSeconds(r.bareServer.quantile(0.5)) + " / " + fmtSeconds(r.bareServer.quantile(0.99)), target: "-"},
+		{what: "  apiserver time of a create, mean", ours: fmtSeconds(r.oursServer.mean()), baseline: fmtSeconds(r.bareServer.mean()), target: "-"},
 		{what: "  creates (POST) the apiserver took, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.count), baseline: fmt.Sprintf("%.0f", r.bareServer.count), target: "-"},
 	}
+	for _, p := range slices.Sorted(maps.Keys(r.oursCPU)) {
+		rows = append(rows, row{
+			what:     fmt.Sprintf("  CPU used by %s in the timed windows, per round", p),
+			ours:     (r.oursCPU[p] / time.Duration(len(r.working))).Round(time.Millisecond).String(),
+			baseline: (r.bareCPU[p] / time.Duration(len(r.bare))).Round(time.Millisecond).String(),
+			target:   "-",
+		})
+	}
+	return rows
 }
 
 // run measures, in benchRounds() rounds on one testbed: the add-on is stopped and its objects
-// deleted; the bare loop creates them (16 at once, with the add-on's QPS and burst, given by
-// bareCfg) and they are deleted again; the add-on is started and makes them again. The add-on
+// deleted; the bare loop creates them (16 at once, as the add-on's ServiceAccount, with its QPS
+// and burst) and they are deleted again; the add-on is started and makes them again. The add-on
 // is timed from the moment it acts (its workers start on synced caches, with the Lease) until
 // all n exist, the bare loop from its start: the same work. The cold start (process start,
 // listing what it caches, taking the Lease) is a cost per start, not per object, and has rows
-// of its own. A round starts once the last one's Events are written.
+// of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
 func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, cs kubernetes.Interface) restartResult {
 	serverSide := func() histogram {
 		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
@@ -155,68 +193,92 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		}
 		time.Sleep(time.Second)
 	}
+	adminRC, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock, err := watchCount(ctx, adminRC, rb.list.GroupVersion().WithResource(rb.resource), rb.ns, rb.ours, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer clock.Stop()
+	until := func(n int) time.Time {
+		at, err := clock.until(n, 5*time.Minute)
+		if err != nil {
+			b.Fatalf("waiting for %s in %s: %v", rb.resource, rb.ns, err)
+		}
+		return at
+	}
+	// The add-on's Events of creation (events.k8s.io Events, read through the core API, which
+	// can select them by reason).
+	events, err := watchCount(ctx, adminRC, corev1.SchemeGroupVersion.WithResource("events"), rb.ns, nil, "reason="+rb.eventReason)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer events.Stop()
 	var r restartResult
-	for range benchRounds() {
+	rounds := benchRounds()
+	for round := range rounds {
 		if err := testbed.StopAddon(ctx, tb, rb.addon); err != nil {
 			b.Fatal(err)
 		}
 		deleteAll()
-		before := serverSide()
-		start := time.Now()
-		if err := createParallel(rb.n, 16, rb.bare); err != nil {
-			b.Fatal(err)
-		}
-		r.bare = append(r.bare, timeUntil(ctx, b, c, start, rb.list, rb.ns, rb.ours, rb.n))
-		r.bareServer = r.bareServer.plus(serverSide().minus(before))
-		deleteAll()
-
-		// The clock starts as the process is started: the harness's own preparation
-		// (certificate, chart render, ServiceAccount token) is done before.
+		// The harness's own preparation (certificate, chart render, ServiceAccount token) is
+		// done before either clock starts.
 		addon, err := testbed.PrepareAddon(ctx, tb, rb.addon, addonArgs()...)
 		if err != nil {
 			b.Fatal(err)
 		}
+		rc, err := clientcmd.BuildConfigFromFlags("", addon.Kubeconfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc.QPS, rc.Burst = rb.qps, rb.burst
+		create := rb.bare(rc)
+		before := serverSide()
+		cpu := sampleCPU(cpuProcesses(rb.addon)...)
+		start := time.Now()
+		if err := createParallel(rb.n, 16, create); err != nil {
+			b.Fatal(err)
+		}
+		bare := until(rb.n).Sub(start)
+		cpu.Stop()
+		r.bare = append(r.bare, bare)
+		r.bareCPU = addCPU(r.bareCPU, cpu.between(start, start.Add(bare)))
+		r.bareServer = r.bareServer.plus(serverSide().minus(before))
+		deleteAll()
+
+		// The clock starts as the process is started.
+		eventsBefore := events.count()
 		before = serverSide()
 		start = time.Now()
 		if err := addon.Start(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
 		r.started = append(r.started, time.Since(start))
-		r.first = append(r.first, timeUntil(ctx, b, c, start, rb.list, rb.ns, rb.ours, 1))
-		restart := timeUntil(ctx, b, c, start, rb.list, rb.ns, rb.ours, rb.n)
+		cpu = sampleCPU(cpuProcesses(rb.addon)...)
+		r.first = append(r.first, until(1).Sub(start))
+		restart := until(rb.n).Sub(start)
+		cpu.Stop()
 		r.oursServer = r.oursServer.plus(serverSide().minus(before))
 		acting, err := workersStarted(tb, rb.addon)
 		if err != nil {
 			b.Fatal(err)
 		}
+		r.oursCPU = addCPU(r.oursCPU, cpu.between(acting, start.Add(restart)))
 		r.restart = append(r.restart, restart)
 		r.acting = append(r.acting, acting.Sub(start))
 		r.working = append(r.working, restart-acting.Sub(start))
-		r.events = append(r.events, eventsUntil(ctx, b, c, start, rb.ns, rb.eventReason, rb.events))
+		if round < rounds-1 {
+			// Only the last round waits for its Events to be written: the next round
+			// stops the add-on first, and the Events still waiting die with it.
+			continue
+		}
+		written, err := events.until(eventsBefore+rb.events, 5*time.Minute)
+		if err != nil {
+			b.Fatalf("waiting for %s Events in %s: %v", rb.eventReason, rb.ns, err)
+		}
+		r.events = append(r.events, written.Sub(start))
 	}
 	return r
-}
-
-// eventsUntil polls until n events.k8s.io Events of reason in ns were observed at or after start,
-// and returns the time from start.
-func eventsUntil(ctx context.Context, b *testing.B, c client.Client, start time.Time, ns, reason string, n int) time.Duration {
-	count := func(ctx context.Context) int {
-		var list eventsv1.EventList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return -1
-		}
-		got := 0
-		for _, e := range list.Items {
-			if e.Reason == reason && !e.EventTime.Time.Before(start.Truncate(time.Microsecond)) {
-				got++
-			}
-		}
-		return got
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return count(ctx) >= n, nil
-	}); err != nil {
-		b.Fatalf("waiting for %d %s Events in %s: %v (have %d)", n, reason, ns, err, count(ctx))
-	}
-	return time.Since(start)
 }

@@ -413,6 +413,15 @@ type histogram struct {
 	bounds []float64
 	counts map[float64]float64
 	count  float64
+	sum    float64
+}
+
+// mean of the observations (their sum over their count).
+func (h histogram) mean() float64 {
+	if h.count == 0 {
+		return 0
+	}
+	return h.sum / h.count
 }
 
 // plus adds o to h; the zero histogram is the identity.
@@ -420,7 +429,7 @@ func (h histogram) plus(o histogram) histogram {
 	if h.counts == nil {
 		return o
 	}
-	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count + o.count}
+	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count + o.count, sum: h.sum + o.sum}
 	for _, le := range h.bounds {
 		out.counts[le] = h.counts[le] + o.counts[le]
 	}
@@ -428,7 +437,7 @@ func (h histogram) plus(o histogram) histogram {
 }
 
 func (h histogram) minus(o histogram) histogram {
-	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count - o.count}
+	out := histogram{bounds: h.bounds, counts: map[float64]float64{}, count: h.count - o.count, sum: h.sum - o.sum}
 	for _, le := range h.bounds {
 		out.counts[le] = h.counts[le] - o.counts[le]
 	}
@@ -479,6 +488,8 @@ func parseHistogram(text, metric, match string) histogram {
 			h.counts[le] += value
 		case strings.HasPrefix(line, metric+"_count{"):
 			h.count += value
+		case strings.HasPrefix(line, metric+"_sum{"):
+			h.sum += value
 		}
 	}
 	sort.Float64s(h.bounds)

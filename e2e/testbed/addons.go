@@ -58,6 +58,9 @@ func PrepareAddon(ctx context.Context, c Config, name string, extraArgs ...strin
 	return &PreparedAddon{s}, nil
 }
 
+// Kubeconfig is the path of the kubeconfig the add-on runs with: its ServiceAccount's token.
+func (p *PreparedAddon) Kubeconfig() string { return p.s.kubeconfig }
+
 // Start starts the prepared add-on's process, waits until it is ready, registers its webhooks
 // and waits for probe, as StartAddon.
 func (p *PreparedAddon) Start(ctx context.Context, probe func(context.Context) error) error {
