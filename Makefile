@@ -221,7 +221,7 @@ bench-sequencer: build testbed-bins $(TESTBEDCTL) ## sequencer hand-off against 
 
 .PHONY: bench-podgroups
 bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare client; update while suspended; prints a table
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/...'
+	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/...'
 
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table

@@ -103,10 +103,44 @@ type restartBench struct {
 // restartResult holds, per round, the bare loop's time and the add-on's.
 type restartResult struct {
 	bare, working, restart, started, acting, first, events []time.Duration
-	// apiserver time of the creates (POST), summed over the rounds.
-	bareServer, oursServer histogram
+	// The apiserver's account of each window, summed over the rounds.
+	bareServer, oursServer apiserverStats
 	// CPU time each process used in the timed windows, summed over the rounds.
 	bareCPU, oursCPU map[string]time.Duration
+}
+
+// apiserverStats is the apiserver's own account of a window, read off its /metrics.
+type apiserverStats struct {
+	// creates is its time per create (POST) of the kind made.
+	creates histogram
+	// allocated is the heap it allocated, in bytes; collections the garbage collections it ran.
+	allocated, collections float64
+}
+
+func readAPIServerStats(metrics, resource string) apiserverStats {
+	s := apiserverStats{creates: parseHistogram(metrics, "apiserver_request_duration_seconds", `resource="`+resource+`",scope="resource",subresource="",verb="POST"`)}
+	for _, line := range strings.Split(metrics, "\n") {
+		name, value, _ := strings.Cut(line, " ")
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "go_memstats_alloc_bytes_total":
+			s.allocated = v
+		case "go_gc_duration_seconds_count":
+			s.collections = v
+		}
+	}
+	return s
+}
+
+func (s apiserverStats) plus(o apiserverStats) apiserverStats {
+	return apiserverStats{s.creates.plus(o.creates), s.allocated + o.allocated, s.collections + o.collections}
+}
+
+func (s apiserverStats) minus(o apiserverStats) apiserverStats {
+	return apiserverStats{s.creates.minus(o.creates), s.allocated - o.allocated, s.collections - o.collections}
 }
 
 // cpuProcesses are the processes whose CPU time the rounds count: the testbed's, the bench's
@@ -149,10 +183,13 @@ func (r restartResult) rows(what, target string, n int) []row {
 		{what: "  the workers started (caches synced, Lease taken)", ours: median(r.acting).Round(time.Millisecond).String(), target: "-"},
 		{what: "  the first object made", ours: median(r.first).Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  its %d creation Events written (--event-qps), last round", n), ours: median(r.events).Round(time.Millisecond).String(), target: "-"},
-		{what: "  apiserver time of a create, p50/p99", ours: fmtSeconds(r.oursServer.quantile(0.5)) + " / " + fmtSeconds(r.oursServer.quantile(0.99)),
-			baseline: fmtSeconds(r.bareServer.quantile(0.5)) + " / " + fmtSeconds(r.bareServer.quantile(0.99)), target: "-"},
-		{what: "  apiserver time of a create, mean", ours: fmtSeconds(r.oursServer.mean()), baseline: fmtSeconds(r.bareServer.mean()), target: "-"},
-		{what: "  creates (POST) the apiserver took, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.count), baseline: fmt.Sprintf("%.0f", r.bareServer.count), target: "-"},
+		{what: "  apiserver time of a create, p50/p99", ours: fmtSeconds(r.oursServer.creates.quantile(0.5)) + " / " + fmtSeconds(r.oursServer.creates.quantile(0.99)),
+			baseline: fmtSeconds(r.bareServer.creates.quantile(0.5)) + " / " + fmtSeconds(r.bareServer.creates.quantile(0.99)), target: "-"},
+		{what: "  apiserver time of a create, mean", ours: fmtSeconds(r.oursServer.creates.mean()), baseline: fmtSeconds(r.bareServer.creates.mean()), target: "-"},
+		{what: "  creates (POST) the apiserver took, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.creates.count), baseline: fmt.Sprintf("%.0f", r.bareServer.creates.count), target: "-"},
+		{what: "  heap the apiserver allocated per round (ours: from the process start)", ours: fmt.Sprintf("%.0f MB", r.oursServer.allocated/1e6/float64(len(r.working))),
+			baseline: fmt.Sprintf("%.0f MB", r.bareServer.allocated/1e6/float64(len(r.bare))), target: "-"},
+		{what: "  garbage collections the apiserver ran in them, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.collections), baseline: fmt.Sprintf("%.0f", r.bareServer.collections), target: "-"},
 	}
 	for _, p := range slices.Sorted(maps.Keys(r.oursCPU)) {
 		rows = append(rows, row{
@@ -173,12 +210,19 @@ func (r restartResult) rows(what, target string, n int) []row {
 // listing what it caches, taking the Lease) is a cost per start, not per object, and has rows
 // of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
 func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, cs kubernetes.Interface) restartResult {
-	serverSide := func() histogram {
+	serverSide := func() apiserverStats {
 		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return parseHistogram(string(raw), "apiserver_request_duration_seconds", `resource="`+rb.resource+`",scope="resource",subresource="",verb="POST"`)
+		return readAPIServerStats(string(raw), rb.resource)
+	}
+	// collect has the apiserver collect its garbage (its heap profile with gc=1 runs a full GC)
+	// just before each clock starts, so that both windows start on the same heap.
+	collect := func() {
+		if err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").Do(ctx).Error(); err != nil {
+			b.Fatalf("collecting the apiserver's garbage: %v", err)
+		}
 	}
 	deleteAll := func() {
 		obj := &metav1.PartialObjectMetadata{}
@@ -235,6 +279,7 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		}
 		rc.QPS, rc.Burst = rb.qps, rb.burst
 		create := rb.bare(rc)
+		collect()
 		before := serverSide()
 		cpu := sampleCPU(cpuProcesses(rb.addon)...)
 		start := time.Now()
@@ -250,6 +295,7 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 
 		// The clock starts as the process is started.
 		eventsBefore := events.count()
+		collect()
 		before = serverSide()
 		start = time.Now()
 		if err := addon.Start(ctx, nil); err != nil {

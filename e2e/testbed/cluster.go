@@ -68,6 +68,12 @@ func kwokctlConfig(c Config) ([]byte, error) {
 			"extraArgs": []any{map[string]any{"key": "enable-hostpath-provisioner", "value": "true"}},
 		}},
 	}
+	if c.APIServerGOGC != "" {
+		cfg["componentsPatches"] = append(cfg["componentsPatches"].([]any), map[string]any{
+			"name":      "kube-apiserver",
+			"extraEnvs": []any{map[string]any{"name": "GOGC", "value": c.APIServerGOGC}},
+		})
+	}
 	stages, err := kwokStages(c.PodDuration)
 	if err != nil {
 		return nil, err

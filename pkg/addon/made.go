@@ -23,19 +23,32 @@ const MadeTTL = 30 * time.Second
 // refused create and a read for each, which, in a burst, take the client's rate limit from the
 // objects still to make. An object not seen within TTL is forgotten, and made again if it is
 // still missing. A nil *Made remembers nothing.
+//
+// The watch event of an object may come before the answer to its create: Made remembers, for
+// TTL, the UIDs of young objects seen that no Created names yet, so that the creation told
+// after them is not taken for one the cache has still to show (until TTL, it would keep a
+// reconcile after the object's deletion from making it again).
 type Made struct {
 	TTL   time.Duration
 	Clock clock.PassiveClock
 
 	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
+	at map[types.NamespacedName]made
+	// early are the UIDs seen before their creation was told, and when.
+	early  map[types.UID]time.Time
+	pruned time.Time
+}
+
+type made struct {
+	uid types.UID
+	at  time.Time
 }
 
 // ObserveMade remembers, for MadeTTL at most, the objects of the kinds of objs a controller
 // creates, and forgets each as soon as c's informer has it, whether or not a reconcile follows:
 // a reconcile after its deletion must make it again at once.
 func ObserveMade(ctx context.Context, c cache.Cache, objs ...client.Object) (*Made, error) {
-	m := &Made{TTL: MadeTTL, Clock: clock.RealClock{}, at: map[types.NamespacedName]time.Time{}}
+	m := &Made{TTL: MadeTTL, Clock: clock.RealClock{}}
 	for _, obj := range objs {
 		// Not waiting for the informer to sync: Setup goes on, and the controller waits for it.
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
@@ -44,7 +57,7 @@ func ObserveMade(ctx context.Context, c cache.Cache, objs ...client.Object) (*Ma
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
 			if mo, ok := o.(metav1.Object); ok {
-				m.Seen(types.NamespacedName{Namespace: mo.GetNamespace(), Name: mo.GetName()})
+				m.Seen(mo)
 			}
 		}}); err != nil {
 			return nil, err
@@ -53,36 +66,63 @@ func ObserveMade(ctx context.Context, c cache.Cache, objs ...client.Object) (*Ma
 	return m, nil
 }
 
-// Created records that the object key was created just now.
-func (m *Made) Created(key types.NamespacedName) {
-	m.locked(func(at map[types.NamespacedName]time.Time) { at[key] = m.Clock.Now() })
+// Created records that obj (as the create answered it, with its UID) was created just now.
+func (m *Made) Created(obj metav1.Object) {
+	key, uid := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, obj.GetUID()
+	m.locked(func() {
+		if _, seen := m.early[uid]; seen && uid != "" {
+			delete(m.early, uid)
+			return
+		}
+		m.at[key] = made{uid: uid, at: m.Clock.Now()}
+	})
 }
 
 // Pending tells whether the object key, which the cache does not show, was created less than
 // TTL ago: the cache is behind, and it must not be created again.
 func (m *Made) Pending(key types.NamespacedName) (pending bool) {
-	m.locked(func(at map[types.NamespacedName]time.Time) {
-		created, ok := at[key]
-		if pending = ok && m.Clock.Since(created) < m.TTL; ok && !pending {
-			delete(at, key)
+	m.locked(func() {
+		created, ok := m.at[key]
+		if pending = ok && m.Clock.Since(created.at) < m.TTL; ok && !pending {
+			delete(m.at, key)
 		}
 	})
 	return pending
 }
 
-// Seen forgets the object key: the cache shows it.
-func (m *Made) Seen(key types.NamespacedName) {
-	m.locked(func(at map[types.NamespacedName]time.Time) { delete(at, key) })
+// Seen forgets the creation of obj: the cache shows it. A young object whose creation was not
+// told yet is remembered for the Created to come.
+func (m *Made) Seen(obj metav1.Object) {
+	key, uid := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, obj.GetUID()
+	m.locked(func() {
+		if created, ok := m.at[key]; ok && (created.uid == uid || created.uid == "") {
+			delete(m.at, key)
+			return
+		}
+		now := m.Clock.Now()
+		if uid == "" || now.Sub(obj.GetCreationTimestamp().Time) >= m.TTL {
+			return // not one a create may still answer for
+		}
+		m.early[uid] = now
+		if now.Sub(m.pruned) >= m.TTL {
+			for u, at := range m.early {
+				if now.Sub(at) >= m.TTL {
+					delete(m.early, u)
+				}
+			}
+			m.pruned = now
+		}
+	})
 }
 
-func (m *Made) locked(f func(map[types.NamespacedName]time.Time)) {
+func (m *Made) locked(f func()) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.at == nil {
-		m.at = map[types.NamespacedName]time.Time{}
+		m.at, m.early = map[types.NamespacedName]made{}, map[types.UID]time.Time{}
 	}
-	f(m.at)
+	f()
 }

@@ -4,42 +4,73 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+func object(name, uid string, created time.Time) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created)}
+}
+
 func TestMade(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	m := &Made{TTL: MadeTTL, Clock: clk}
-	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
-	if m.Pending(a) {
+	a, b := object("a", "uid-a", clk.Now()), object("b", "uid-b", clk.Now())
+	keyA, keyB := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	if m.Pending(keyA) {
 		t.Fatal("nothing created yet, but a is pending")
 	}
 	m.Created(a)
-	if !m.Pending(a) || m.Pending(b) {
-		t.Fatalf("after creating a: Pending(a)=%v Pending(b)=%v, want true false", m.Pending(a), m.Pending(b))
+	if !m.Pending(keyA) || m.Pending(keyB) {
+		t.Fatalf("after creating a: Pending(a)=%v Pending(b)=%v, want true false", m.Pending(keyA), m.Pending(keyB))
 	}
 	clk.SetTime(clk.Now().Add(29 * time.Second))
-	if !m.Pending(a) {
+	if !m.Pending(keyA) {
 		t.Fatal("a forgotten before its TTL")
 	}
 	m.Seen(a)
-	if m.Pending(a) {
+	if m.Pending(keyA) {
 		t.Fatal("a pending after the cache showed it")
 	}
 	m.Created(b)
 	clk.SetTime(clk.Now().Add(MadeTTL))
-	if m.Pending(b) {
+	if m.Pending(keyB) {
 		t.Fatal("b still pending after its TTL: a missing object would never be made again")
+	}
+}
+
+// The watch brought the object before the create answered: the creation told after it is not
+// pending, so that a reconcile after the object's deletion makes it again at once.
+func TestMadeSeenBeforeCreated(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	m := &Made{TTL: MadeTTL, Clock: clk}
+	c := object("c", "uid-c", clk.Now())
+	key := types.NamespacedName{Namespace: "ns", Name: "c"}
+	m.Seen(c)
+	m.Created(c)
+	if m.Pending(key) {
+		t.Fatal("c pending although the cache showed it before its create answered")
+	}
+	// An older object of the same name seen before does not count for a new one.
+	m.Seen(object("d", "uid-old", clk.Now()))
+	m.Created(object("d", "uid-new", clk.Now()))
+	if !m.Pending(types.NamespacedName{Namespace: "ns", Name: "d"}) {
+		t.Fatal("d not pending: the cache showed only an older d")
+	}
+	// Objects older than TTL are not remembered at all.
+	m.Seen(object("e", "uid-e", clk.Now().Add(-time.Hour)))
+	if len(m.early) != 1 {
+		t.Fatalf("remembered %d early UIDs, want 1, the old d's (c's creation was told, e is old)", len(m.early))
 	}
 }
 
 func TestNilMadeRemembersNothing(t *testing.T) {
 	var m *Made
-	key := types.NamespacedName{Namespace: "ns", Name: "a"}
-	m.Created(key)
-	if m.Pending(key) {
+	a := object("a", "uid-a", time.Now())
+	m.Created(a)
+	if m.Pending(types.NamespacedName{Namespace: "ns", Name: "a"}) {
 		t.Fatal("a nil Made remembered a creation")
 	}
-	m.Seen(key)
+	m.Seen(a)
 }

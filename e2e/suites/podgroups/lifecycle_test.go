@@ -215,3 +215,44 @@ func retryUpdate(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet
 	}
 	return err
 }
+
+// TestHandEdits: the controller caches only its PodGroups' metadata. A PodGroup deleted by hand
+// is made again, and one whose spec and spec hash were changed by hand is read whole from the
+// API server and brought back to the JobSet's demand, keeping what others wrote on it.
+func TestHandEdits(t *testing.T) {
+	f := framework.NamespacedFeature("hand edits", "PodGroup restored", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "edited", contract.SchedulerCoscheduling).replicated("w", 1, 2, "2s").JobSet
+		js.Spec.Suspend = ptr.To(true)
+		framework.CreateAll(ctx, t, c, js)
+		pg := coschedPodGroup(ctx, t, c, ns, "edited")
+		first := pg.UID
+
+		if err := c.Delete(ctx, pg); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, 30*time.Second, "PodGroup made again", func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+			return err == nil && pg.UID != first && pg.Spec.MinMember == 2, fmt.Sprintf("uid %s minMember %d, %v", pg.UID, pg.Spec.MinMember, err), nil
+		})
+
+		pg.Spec.MinMember = 7
+		pg.Annotations[contract.PodGroupSpecHashAnnotationKey] = "edited-by-hand"
+		pg.Annotations["example.com/note"] = "kept"
+		if err := c.Update(ctx, pg); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, 30*time.Second, "PodGroup restored", func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+			return err == nil && pg.Spec.MinMember == 2 && pg.Annotations[contract.PodGroupSpecHashAnnotationKey] != "edited-by-hand",
+				fmt.Sprintf("minMember %d, hash %q, %v", pg.Spec.MinMember, pg.Annotations[contract.PodGroupSpecHashAnnotationKey], err), nil
+		})
+		if pg.Annotations["example.com/note"] != "kept" {
+			t.Errorf("annotations %v: another writer's annotation was dropped", pg.Annotations)
+		}
+		waitEvent(ctx, t, c, js, "PodGroupUpdated")
+		return ctx
+	})
+	testenv.Test(t, f)
+}

@@ -18,16 +18,13 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// Backend is one gang scheduler's PodGroup kind: how to build, list and read it.
+// Backend is one gang scheduler's PodGroup kind: how to build and read it.
 type Backend struct {
 	Scheduler contract.Scheduler
 	// GroupVersionKind of its PodGroup.
 	GroupVersionKind schema.GroupVersionKind
-	// New is an empty PodGroup, NewList an empty list of them.
-	New     func() client.Object
-	NewList func() client.ObjectList
-	// Items are the PodGroups of a list.
-	Items func(client.ObjectList) []client.Object
+	// New is an empty PodGroup.
+	New func() client.Object
 	// spec builds the PodGroup spec of a gang.
 	spec func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any
 	// setSpec copies a spec built by spec into a PodGroup.
@@ -43,15 +40,6 @@ var Backends = map[contract.Scheduler]*Backend{
 		Scheduler:        contract.SchedulerVolcano,
 		GroupVersionKind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"),
 		New:              func() client.Object { return &volcanov1beta1.PodGroup{} },
-		NewList:          func() client.ObjectList { return &volcanov1beta1.PodGroupList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			items := l.(*volcanov1beta1.PodGroupList).Items
-			out := make([]client.Object, len(items))
-			for i := range items {
-				out[i] = &items[i]
-			}
-			return out
-		},
 		spec: func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any {
 			spec := volcanov1beta1.PodGroupSpec{
 				MinMember:         g.MinMember,
@@ -81,15 +69,6 @@ var Backends = map[contract.Scheduler]*Backend{
 		Scheduler:        contract.SchedulerCoscheduling,
 		GroupVersionKind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"),
 		New:              func() client.Object { return &coschedv1alpha1.PodGroup{} },
-		NewList:          func() client.ObjectList { return &coschedv1alpha1.PodGroupList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			items := l.(*coschedv1alpha1.PodGroupList).Items
-			out := make([]client.Object, len(items))
-			for i := range items {
-				out[i] = &items[i]
-			}
-			return out
-		},
 		spec: func(g gang.Gang, s gang.Settings, _, _ string) any {
 			return coschedv1alpha1.PodGroupSpec{
 				MinMember:              g.MinMember,
@@ -102,6 +81,22 @@ var Backends = map[contract.Scheduler]*Backend{
 		},
 		droppedTopology: func(client.Object) bool { return false },
 	},
+}
+
+// Meta is an empty PodGroup's metadata, the form in which the cache holds ours: the reconciler
+// reads only their names, labels, spec hash and owners, and decoding whole PodGroups (with the
+// scheduler's status) on every watch event costs the controller and the API server CPU.
+func (b *Backend) Meta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(b.GroupVersionKind)
+	return m
+}
+
+// MetaList is an empty list of PodGroups' metadata.
+func (b *Backend) MetaList() *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(b.GroupVersionKind.GroupVersion().WithKind(b.GroupVersionKind.Kind + "List"))
+	return l
 }
 
 // Build is the PodGroup of a gang: its spec, the add-on's labels, the hash of both, and the
@@ -156,17 +151,6 @@ func Ours(pg client.Object, js *jobsetv1alpha2.JobSet) bool {
 	}
 	ref := metav1.GetControllerOfNoCopy(pg)
 	return ref != nil && ref.UID == js.UID
-}
-
-// MinMember is a PodGroup's minMember, for events.
-func MinMember(pg client.Object) int32 {
-	switch p := pg.(type) {
-	case *volcanov1beta1.PodGroup:
-		return p.Spec.MinMember
-	case *coschedv1alpha1.PodGroup:
-		return p.Spec.MinMember
-	}
-	return 0
 }
 
 func hash(spec any, labels map[string]string) string {

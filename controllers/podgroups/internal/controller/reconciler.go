@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -41,10 +42,11 @@ const JobSetNameIndex = jobsets.NameIndex
 
 // Reconciler reconciles JobSets that ask for gang scheduling.
 type Reconciler struct {
-	// Client reads JobSets, their Jobs, PriorityClasses and our PodGroups from the cache, and
-	// writes PodGroups.
+	// Client reads JobSets, their Jobs, PriorityClasses and our PodGroups' metadata from the
+	// cache, and writes PodGroups.
 	Client client.Client
-	// APIReader reads a PodGroup the cache does not hold (one that is not ours).
+	// APIReader reads a whole PodGroup: one the cache does not hold (not ours), or one of ours
+	// to update.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
@@ -62,7 +64,7 @@ type Reconciler struct {
 func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.Scheduler]*Backend) error {
 	objs := []client.Object{&batchv1.Job{}}
 	for _, b := range installed {
-		objs = append(objs, b.New())
+		objs = append(objs, b.Meta())
 	}
 	for _, o := range objs {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
@@ -78,7 +80,7 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.S
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	var kinds []client.Object
 	for _, b := range r.Installed {
-		kinds = append(kinds, b.New())
+		kinds = append(kinds, b.Meta())
 	}
 	var err error
 	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), kinds...); err != nil {
@@ -94,7 +96,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
-		b = b.Owns(r.Installed[s].New(), builder.WithPredicates(podGroupChanged()))
+		b = b.Owns(r.Installed[s].Meta(), builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
 	}
 	return b.Complete(r)
 }
@@ -165,14 +167,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	list := b.NewList()
+	list := b.MetaList()
 	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
 		return ctrl.Result{}, fmt.Errorf("listing PodGroups: %w", err)
 	}
 	have := map[string]client.Object{}
-	for _, pg := range b.Items(list) {
-		if Ours(pg, js) {
+	for i := range list.Items {
+		if pg := &list.Items[i]; Ours(pg, js) {
 			have[pg.GetName()] = pg
 		}
 	}
@@ -273,7 +275,8 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 	return want, why, nil
 }
 
-// ensure creates the gang's PodGroup, or updates ours when the demand changed.
+// ensure creates the gang's PodGroup, or updates ours when the demand changed. have is the
+// metadata of ours, from the cache, or nil.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, g gang.Gang, s gang.Settings, have client.Object) error {
 	pc, _ := g.PriorityClass(r)
 	want := b.Build(js, g, s, pc, r.DefaultQueue)
@@ -281,7 +284,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 	if have == nil {
 		err := r.Client.Create(ctx, want)
 		if err == nil {
-			r.made.Created(client.ObjectKeyFromObject(want))
+			r.made.Created(want)
 			podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
 			ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
 			r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonCreated, actionCreate,
@@ -306,6 +309,16 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 	}
 	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
 		return nil
+	}
+	if _, meta := have.(*metav1.PartialObjectMetadata); meta {
+		// The cache holds metadata only: the update starts from the whole PodGroup as it is.
+		have = b.New()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+			return client.IgnoreNotFound(err) // deleted meanwhile: the delete event brings us back
+		}
+		if !Ours(have, js) || have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+			return nil // changed meanwhile: its event brings us back
+		}
 	}
 	patchBase := have.DeepCopyObject().(client.Object)
 	b.Adopt(have, want)

@@ -402,7 +402,7 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
 	err := r.Client.Create(ctx, a.create)
 	if err == nil {
-		r.made.Created(client.ObjectKeyFromObject(a.create))
+		r.made.Created(a.create)
 		claimsCreated.Inc()
 		out.add(a.jobName, "created", a.create.Name, nil)
 		return
@@ -429,10 +429,10 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		}
 	case controlledBy(found, a.create.OwnerReferences[0].UID):
 		// Made by an earlier reconcile that the cache does not show yet.
-		r.made.Created(client.ObjectKeyFromObject(found))
+		r.made.Created(found)
 	case controlledBy(found, js.UID):
 		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
-		r.made.Created(client.ObjectKeyFromObject(found))
+		r.made.Created(found)
 	default:
 		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
 		// made again once the watch sees it gone. Until then the Job's pods wait for it.
