@@ -226,7 +226,7 @@ bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare cl
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
 	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench ResourceClaims -benchtime 1x -timeout 30m ./bench/...'
+	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench ResourceClaims -benchtime 1x -timeout 30m ./bench/...'
 
 .PHONY: testbed-up
 testbed-up: testbed-bins $(TESTBEDCTL) ## Start the local testbed and print its KUBECONFIG
