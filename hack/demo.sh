@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
 # make demo: start the testbed, run every controller built so far, apply examples/, and show
-# what happened. The testbed keeps running afterwards; `make testbed-down` stops it all.
+# what happened. The testbed keeps running afterwards; `make demo-down` stops it all.
+# DEMO_CLUSTER=kind make demo does the same on the kind cluster of make e2e-kind (real pods, the
+# chart installed); DEMO_CLUSTER=kind make demo-down deletes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 K="$ROOT/bin/testbed/kubectl"
 NS=jobset-addons-system
 
-bin/testbedctl up
-export KUBECONFIG=$ROOT/.testbed/kubeconfig
-# The gang schedulers and their CRDs first: podgroups watches the PodGroup kinds served when it
-# starts.
-bin/testbedctl gang
+if [[ ${DEMO_CLUSTER:-testbed} == kind ]]; then
+	# Real containers: the kind cluster of make e2e-kind, with the chart installed. The examples
+	# that run on one small node without Volcano (its scheduler is not in the cluster) and
+	# without the testbed's fake devices, each container swapped for the busybox image loaded
+	# in the cluster (nothing can be pulled), which exits at once.
+	kubeconfig=$(bin/testbedctl kind-up | sed -n 's/^KUBECONFIG=//p')
+	export KUBECONFIG=$kubeconfig
+	DOWN="make demo-down DEMO_CLUSTER=kind"
+	echo
+	echo "== kubectl apply: examples/basic-jobset.yaml examples/volumeclaims/story{1,2}* examples/sequencer/, images swapped for kind.local/busybox:e2e"
+	for f in examples/basic-jobset.yaml examples/volumeclaims/story1-*.yaml examples/volumeclaims/story2-*.yaml examples/sequencer/*.yaml; do
+		cat "$f"
+		echo ---
+	done | sed -E 's|^( *)image: .*|\1image: kind.local/busybox:e2e|' | "$K" apply --server-side -f -
+else
+	bin/testbedctl up
+	export KUBECONFIG=$ROOT/.testbed/kubeconfig
+	DOWN="make demo-down"
+	# The gang schedulers and their CRDs first: podgroups watches the PodGroup kinds served when
+	# it starts.
+	bin/testbedctl gang
 
-for c in volumeclaims resourceclaims sequencer podgroups; do
-	bin/testbedctl addon "$c"
-done
+	for c in volumeclaims resourceclaims sequencer podgroups; do
+		bin/testbedctl addon "$c"
+	done
 
-echo
-echo "== kubectl apply -R -f examples/"
-"$K" apply --server-side -R -f examples/
+	echo
+	echo "== kubectl apply -R -f examples/"
+	"$K" apply --server-side -R -f examples/
+fi
 echo
 echo "== waiting for the example JobSets to finish"
 begin=$(date +%s)
@@ -63,7 +82,7 @@ echo
 echo "== leader election: one Lease per controller"
 "$K" get leases -n "$NS"
 echo
-echo "The testbed is still running. To look around:"
+echo "The cluster is still running. To look around:"
 echo "  export KUBECONFIG=$KUBECONFIG PATH=$ROOT/bin/testbed:\$PATH"
 echo "  kubectl jobset-addons status JOBSET   (the plugin is bin/kubectl-jobset_addons)"
-echo "Stop it with: make demo-down"
+echo "Stop it with: $DOWN"

@@ -16,7 +16,11 @@
 //	                print the testbed's kwok stages (pod run time, failures) as YAML
 //	testbed fit-cluster N
 //	                give the cluster of $KUBECONFIG N kwok nodes and the default StorageClass,
-//	                as the testbed has (make e2e-kind, where kwok runs in the cluster)
+//	                as the testbed has
+//	testbed kind-up     make (or reuse) the kind cluster of real containers with everything
+//	                    installed, as make e2e-kind does, and print its KUBECONFIG path
+//	                    (DEMO_CLUSTER=kind make demo; kindbed.DefaultConfig's environment)
+//	testbed kind-down   delete it and check that nothing of it is left
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jobset-addons/jobset-addons/e2e/kindbed"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
@@ -59,6 +64,19 @@ func main() {
 		}
 	case "env":
 		fmt.Printf("export KUBECONFIG=%s\n", cfg.Kubeconfig())
+	case "kind-up", "kind-down":
+		kc, err := kindbed.DefaultConfig()
+		if err != nil {
+			fail(err)
+		}
+		if os.Args[1] == "kind-down" {
+			err = kindbed.Down(ctx, kc, log)
+		} else if _, err = kindbed.Up(ctx, kc, log); err == nil {
+			fmt.Printf("KUBECONFIG=%s\n", kc.Kubeconfig())
+		}
+		if err != nil {
+			fail(err)
+		}
 	case "spawn":
 		if len(os.Args) < 4 {
 			usage()
