@@ -15,6 +15,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,11 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 	if err := c.List(ctx, &pvcs, client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}); err != nil {
 		return err
 	}
-	rows(w, "NAME\tSTATUS\tTEMPLATE\tREPLICATEDJOB\tJOB\tPOD", len(pvcs.Items), func(i int) string {
+	holders, err := pvcHolders(ctx, c, ns, name, pvcs.Items)
+	if err != nil {
+		return err
+	}
+	rows(w, "NAME\tSTATUS\tTEMPLATE\tREPLICATEDJOB\tJOB\tPOD\tHELD BY", len(pvcs.Items), func(i int) string {
 		p := pvcs.Items[i]
 		l := p.Labels
 		phase := string(p.Status.Phase)
@@ -65,12 +70,13 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 			phase = "Terminating"
 		}
 		return strings.Join([]string{p.Name, phase, l[contract.VolumeClaimTemplateLabelKey],
-			dash(l[contract.VolumeClaimReplicatedJobLabelKey]), dash(l[contract.VolumeClaimJobIndexLabelKey]), dash(l[contract.VolumeClaimPodIndexLabelKey])}, "\t")
+			dash(l[contract.VolumeClaimReplicatedJobLabelKey]), dash(l[contract.VolumeClaimJobIndexLabelKey]), dash(l[contract.VolumeClaimPodIndexLabelKey]),
+			dash(holders[p.Name])}, "\t")
 	})
 
 	section(w, "ResourceClaims (resourceclaims)")
 	var claims resourcev1.ResourceClaimList
-	err := c.List(ctx, &claims, client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue})
+	err = c.List(ctx, &claims, client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue})
 	switch {
 	case apimeta.IsNoMatchError(err):
 		fmt.Fprintln(w, "  (resource.k8s.io/v1 is not served)")
@@ -116,6 +122,42 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		return strings.Join([]string{age(eventTime(e)), e.Type, e.Reason, cut(e.Message, 120)}, "\t")
 	})
 	return nil
+}
+
+// pvcHolders says, for each Terminating PVC, what keeps it from going away: the pods of the
+// JobSet that ran with it (Kubernetes' pvc-protection holds a PVC while any such pod exists,
+// finished or not), e.g. "3 pods (3 finished): w-0-0-x, ...".
+func pvcHolders(ctx context.Context, c client.Client, ns, jobSet string, pvcs []corev1.PersistentVolumeClaim) (map[string]string, error) {
+	terminating := sets.New[string]()
+	for _, p := range pvcs {
+		if p.DeletionTimestamp != nil {
+			terminating.Insert(p.Name)
+		}
+	}
+	if terminating.Len() == 0 {
+		return nil, nil
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name := range terminating {
+		out[name] = "no pod of the JobSet (a finalizer)"
+	}
+	for name, ps := range jobsets.PVCHolders(pods.Items, terminating) {
+		finished := 0
+		podNames := make([]string, len(ps))
+		for i, p := range ps {
+			if jobsets.PodFinished(p) {
+				finished++
+			}
+			podNames[i] = p.Name
+		}
+		slices.Sort(podNames)
+		out[name] = cut(fmt.Sprintf("%d pods (%d finished): %s", len(ps), finished, strings.Join(podNames, ", ")), 80)
+	}
+	return out, nil
 }
 
 // stages prints contract.Stages of the JobSet, what each waits for, whether the sequencer

@@ -43,6 +43,7 @@ func main() {
 			}
 			r := &controller.Reconciler{
 				Client:   mgr.GetClient(),
+				Reader:   mgr.GetAPIReader(),
 				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
 				Workers:  workers,
 			}

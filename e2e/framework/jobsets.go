@@ -32,6 +32,21 @@ func EventReasons(ctx context.Context, c client.Client, obj client.Object) (map[
 	return out, nil
 }
 
+// EventMessages lists the messages of the Events about obj with the reason.
+func EventMessages(ctx context.Context, c client.Client, obj client.Object, reason string) ([]string, error) {
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == obj.GetUID() && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out, nil
+}
+
 // CausePaths are the field paths of the causes of an API error (an admission refusal), and
 // whether it had any details.
 func CausePaths(err error) ([]string, bool) {

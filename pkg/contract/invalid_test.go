@@ -184,6 +184,16 @@ func TestInvalidValues(t *testing.T) {
 				{required, pol + "[1].templates"},
 			},
 		},
+		"policies: finishedPods Delete with nothing deleted on finish": {
+			parser:   policiesParser,
+			value:    "- templates: [" + okPVC + "]\n  retentionPolicy: {whenComplete: Retain, finishedPods: Delete}\n",
+			wantErrs: []fieldErr{{invalid, pol + "[0].retentionPolicy.finishedPods"}},
+		},
+		"policies: finishedPods not a retention": {
+			parser:   policiesParser,
+			value:    "- templates: [" + okPVC + "]\n  retentionPolicy: {whenComplete: Delete, finishedPods: Evict}\n",
+			wantErrs: []fieldErr{{notSupported, pol + "[0].retentionPolicy.finishedPods"}},
+		},
 
 		// resourceclaims.jobset-addons.io/templates
 		"templates: no name": {

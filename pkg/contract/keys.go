@@ -46,6 +46,10 @@ const (
 	// PodGroups), so that `kubectl get pvc -l jobset.sigs.k8s.io/jobset-name=NAME` works.
 	JobSetNameLabelKey = "jobset.sigs.k8s.io/jobset-name"
 
+	// JobSetUIDLabelKey is upstream JobSet's label holding the JobSet's UID, written by JobSet on
+	// Jobs and Pods. volumeclaims deletes only pods that carry the UID of the JobSet at hand.
+	JobSetUIDLabelKey = "jobset.sigs.k8s.io/jobset-uid"
+
 	// ReplicatedJobNameLabelKey is upstream JobSet's label holding the ReplicatedJob name, written
 	// by JobSet on Jobs and Pods. The sequencer releases a stage's pods by it.
 	ReplicatedJobNameLabelKey = "jobset.sigs.k8s.io/replicatedjob-name"

@@ -130,7 +130,7 @@ func TestKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]string{
-		"ManagedByLabelKey": ManagedByLabelKey, "JobSetNameLabelKey": JobSetNameLabelKey,
+		"ManagedByLabelKey": ManagedByLabelKey, "JobSetNameLabelKey": JobSetNameLabelKey, "JobSetUIDLabelKey": JobSetUIDLabelKey,
 		"ReplicatedJobNameLabelKey": ReplicatedJobNameLabelKey, "JobIndexLabelKey": JobIndexLabelKey,
 		"RestartAttemptAnnotationKey": RestartAttemptAnnotationKey, "RestartAttemptLabelKey": RestartAttemptLabelKey,
 		"JobCompletionIndexAnnotationKey": JobCompletionIndexAnnotationKey, "JobCompletionIndexLabelKey": JobCompletionIndexLabelKey,

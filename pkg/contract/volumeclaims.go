@@ -50,6 +50,19 @@ type VolumeRetentionPolicy struct {
 	// WhenDeleted applies when the JobSet is deleted. Default Delete (through an owner reference
 	// from the PVC to the JobSet, set only for Delete).
 	WhenDeleted RetentionPolicyType `json:"whenDeleted,omitempty"`
+	// FinishedPods says what happens, when whenComplete or whenFailed deletes the PVCs, to the
+	// JobSet's finished (Succeeded or Failed) pods that mount them. Kubernetes keeps a deleted
+	// PVC, Terminating, while any pod that was scheduled with it exists, finished or not: Retain
+	// (the default) leaves the pods, and the storage is released only when they go (the JobSet
+	// deleted, or its spec.ttlSecondsAfterFinished); Delete deletes them, after recording how
+	// each ended in an Event, so that the storage is released at once. Delete needs whenComplete
+	// or whenFailed to be Delete.
+	FinishedPods RetentionPolicyType `json:"finishedPods,omitempty"`
+}
+
+// DeletesOnFinish tells whether whenComplete or whenFailed deletes the PVCs.
+func (r VolumeRetentionPolicy) DeletesOnFinish() bool {
+	return r.WhenComplete == RetentionPolicyDelete || r.WhenFailed == RetentionPolicyDelete
 }
 
 // Default retention of VolumeRetentionPolicy fields left unset.
@@ -57,6 +70,7 @@ const (
 	DefaultVolumeWhenComplete = RetentionPolicyRetain
 	DefaultVolumeWhenFailed   = RetentionPolicyRetain
 	DefaultVolumeWhenDeleted  = RetentionPolicyDelete
+	DefaultVolumeFinishedPods = RetentionPolicyRetain
 )
 
 // Shared tells whether the policy makes one PVC per template shared by all ReplicatedJobs
@@ -154,8 +168,13 @@ func defaultRetention(r *VolumeRetentionPolicy, path *field.Path) field.ErrorLis
 		{"whenComplete", &r.WhenComplete, DefaultVolumeWhenComplete},
 		{"whenFailed", &r.WhenFailed, DefaultVolumeWhenFailed},
 		{"whenDeleted", &r.WhenDeleted, DefaultVolumeWhenDeleted},
+		{"finishedPods", &r.FinishedPods, DefaultVolumeFinishedPods},
 	} {
 		errs = append(errs, defaultRetentionValue(f.value, f.def, path.Child(f.name))...)
+	}
+	if len(errs) == 0 && r.FinishedPods == RetentionPolicyDelete && !r.DeletesOnFinish() {
+		errs = append(errs, field.Invalid(path.Child("finishedPods"), r.FinishedPods,
+			"deletes the finished pods that hold PVCs deleted by whenComplete or whenFailed: set one of them to Delete, or leave finishedPods out"))
 	}
 	return errs
 }

@@ -47,6 +47,7 @@ const story3Policies = `
     whenComplete: Retain
     whenFailed: Delete
     whenDeleted: Retain
+    finishedPods: Delete
 `
 
 func TestParseVolumeClaimPolicies(t *testing.T) {
@@ -69,6 +70,7 @@ func TestParseVolumeClaimPolicies(t *testing.T) {
 						WhenComplete: RetentionPolicyDelete,
 						WhenFailed:   RetentionPolicyRetain,
 						WhenDeleted:  RetentionPolicyDelete,
+						FinishedPods: RetentionPolicyRetain,
 					},
 				},
 				{
@@ -78,6 +80,7 @@ func TestParseVolumeClaimPolicies(t *testing.T) {
 						WhenComplete: RetentionPolicyRetain,
 						WhenFailed:   RetentionPolicyDelete,
 						WhenDeleted:  RetentionPolicyRetain,
+						FinishedPods: RetentionPolicyDelete,
 					},
 				},
 			},
@@ -97,6 +100,7 @@ func TestParseVolumeClaimPolicies(t *testing.T) {
 					WhenComplete: DefaultVolumeWhenComplete,
 					WhenFailed:   DefaultVolumeWhenFailed,
 					WhenDeleted:  DefaultVolumeWhenDeleted,
+					FinishedPods: DefaultVolumeFinishedPods,
 				},
 			}},
 			wantShared: []bool{false},
@@ -113,7 +117,7 @@ func TestParseVolumeClaimPolicies(t *testing.T) {
 						},
 					},
 				}},
-				RetentionPolicy: VolumeRetentionPolicy{WhenComplete: "Retain", WhenFailed: "Retain", WhenDeleted: "Delete"},
+				RetentionPolicy: VolumeRetentionPolicy{WhenComplete: "Retain", WhenFailed: "Retain", WhenDeleted: "Delete", FinishedPods: "Retain"},
 			}},
 			wantShared: []bool{true},
 		},

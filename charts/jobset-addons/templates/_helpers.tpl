@@ -189,6 +189,11 @@ volumeclaims:
   - apiGroups: [""]
     resources: ["persistentvolumeclaims"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  # The pods that hold PVCs retention deleted: listed to say so, and the JobSet's finished
+  # ones deleted where the policy says finishedPods: Delete.
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["list", "delete"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

@@ -44,7 +44,8 @@ var allowlist = func() map[string][]string {
 		return out
 	}
 	own := map[string][]string{
-		"volumeclaims":   crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"),
+		// pods: list those that hold PVCs retention deleted, delete the finished ones (finishedPods: Delete).
+		"volumeclaims":   append(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete")...),
 		"resourceclaims": crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
 		"sequencer":      append(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch")...),
 		"podgroups": slices.Concat(

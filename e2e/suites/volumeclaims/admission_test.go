@@ -39,6 +39,8 @@ func TestBadInputRefused(t *testing.T) {
 		{name: "bad whenFailed", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: {whenFailed: Keep}}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy.whenFailed"}},
 		{name: "bad whenComplete", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: {whenComplete: delete}}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy.whenComplete"}},
 		{name: "bad whenDeleted", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: {whenDeleted: Never}}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy.whenDeleted"}},
+		{name: "bad finishedPods", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: {whenComplete: Delete, finishedPods: Evict}}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy.finishedPods"}},
+		{name: "finishedPods Delete with nothing deleted on finish", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: {finishedPods: Delete}}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy.finishedPods"}},
 		{name: "retention not an object", policies: `[{templates: [{metadata: {name: data}, ` + pvcSpec + `}], retentionPolicy: Delete}]`, wantPaths: []string{annotationPath + "[0].retentionPolicy"}},
 		{name: "templates not a list", policies: `[{templates: data}]`, wantPaths: []string{annotationPath + "[0].templates"}},
 		{name: "targets not a list", policies: `[{targetReplicatedJobs: a, templates: [{metadata: {name: ckpt}, ` + pvcSpec + `}]}]`, wantPaths: []string{annotationPath + "[0].targetReplicatedJobs"}},

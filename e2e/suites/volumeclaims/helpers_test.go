@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -117,11 +118,30 @@ func waitClaimsBound(ctx context.Context, t *testing.T, c client.Client, ns, job
 	return uids
 }
 
-// waitClaimsGone waits until none of names exists (or all are terminating).
+// waitClaimsGone waits until none of names exists: not even Terminating, its storage released.
 func waitClaimsGone(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, names []string) {
 	t.Helper()
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("PVCs of %s gone", jobSet), func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, n := range names {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.PersistentVolumeClaim{})
+			switch {
+			case err == nil:
+				left = append(left, n)
+			case !apierrors.IsNotFound(err):
+				return false, err.Error(), nil
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left (Terminating or not): %v", left), nil
+	})
+}
+
+// waitClaimsDeleted waits until each of names is gone or Terminating: deleted by retention,
+// perhaps still held by the pods that ran with it (TestHeldClaims).
+func waitClaimsDeleted(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, names []string) {
+	t.Helper()
 	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("PVCs of %s deleted", jobSet), func(ctx context.Context) (bool, string, error) {
-		got, err := claims(ctx, c, ns, jobSet)
+		got, err := claims(ctx, c, ns, jobSet) // those not Terminating
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -132,6 +152,43 @@ func waitClaimsGone(ctx context.Context, t *testing.T, c client.Client, ns, jobS
 			}
 		}
 		return len(left) == 0, fmt.Sprintf("left: %v", left), nil
+	})
+}
+
+// waitClaimsTerminating waits until each of names exists, Terminating, and returns them.
+func waitClaimsTerminating(ctx context.Context, t *testing.T, c client.Client, ns string, names []string) map[string]types.UID {
+	t.Helper()
+	uids := map[string]types.UID{}
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("%d PVCs Terminating", len(names)), func(ctx context.Context) (bool, string, error) {
+		for _, n := range names {
+			var pvc corev1.PersistentVolumeClaim
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &pvc); err != nil {
+				return false, n + ": " + err.Error(), nil
+			}
+			if pvc.DeletionTimestamp.IsZero() {
+				return false, n + " not deleted", nil
+			}
+			uids[n] = pvc.UID
+		}
+		return true, "", nil
+	})
+	return uids
+}
+
+// expectEvents waits until the JobSet has an Event of each reason.
+func expectEvents(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, reasons ...string) {
+	t.Helper()
+	framework.Eventually(ctx, t, 30*time.Second, fmt.Sprintf("Events %v", reasons), func(ctx context.Context) (bool, string, error) {
+		got, err := framework.EventReasons(ctx, c, js)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, r := range reasons {
+			if got[r] == 0 {
+				return false, fmt.Sprint(got), nil
+			}
+		}
+		return true, "", nil
 	})
 }
 

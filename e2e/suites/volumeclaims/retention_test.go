@@ -37,7 +37,9 @@ func allClaims(jobSet string) []string {
 }
 
 // TestRetentionMatrix: each of whenComplete, whenFailed and whenDeleted, set to Delete and
-// to Retain, on a shared and a per-pod PVC.
+// to Retain, on a shared and a per-pod PVC. Delete means gone, not Terminating: whenComplete
+// and whenFailed Delete come with finishedPods: Delete (the JobSet is kept; its finished pods
+// would hold the PVCs, see TestHeldClaims), whenDeleted Delete takes the pods with the JobSet.
 func TestRetentionMatrix(t *testing.T) {
 	for _, event := range []string{"complete", "fail", "delete"} {
 		for _, act := range []string{"Delete", "Retain"} {
@@ -46,7 +48,11 @@ func TestRetentionMatrix(t *testing.T) {
 				c := framework.Client(t, cfg)
 				ns := framework.NamespaceFrom(ctx)
 				name := fmt.Sprintf("r-%s-%s", event, map[string]string{"Delete": "d", "Retain": "r"}[act])
-				js := newJobSet(ns, name, policiesWith(fmt.Sprintf("{%s: %s}", field, act)), replicatedJob("w", 2, 2, "data", "ckpt"))
+				retention := fmt.Sprintf("{%s: %s}", field, act)
+				if act == "Delete" && event != "delete" {
+					retention = fmt.Sprintf("{%s: Delete, finishedPods: Delete}", field)
+				}
+				js := newJobSet(ns, name, policiesWith(retention), replicatedJob("w", 2, 2, "data", "ckpt"))
 				delay(js, "2s")
 				if event == "fail" {
 					podAnnotate(js, testbed.FailAnnotationKey, "true")
@@ -69,6 +75,13 @@ func TestRetentionMatrix(t *testing.T) {
 				}
 				if act == "Delete" {
 					waitClaimsGone(ctx, t, c, ns, name, allClaims(name))
+					if event != "delete" {
+						// The JobSet is still there: its Jobs kept, its pods gone with the storage.
+						if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+							t.Fatalf("the JobSet is gone: %v", err)
+						}
+						expectEvents(ctx, t, c, js, "FinishedPodsDeleted", "VolumeClaimsReleased")
+					}
 				} else {
 					expectClaimsStay(ctx, t, c, ns, name, uids)
 				}
@@ -167,7 +180,7 @@ func TestUserClaimNeverDeleted(t *testing.T) {
 		waitClaimsBound(ctx, t, c, ns, js.Name, perPodNames("ckpt", js.Name, "w", 2, 2))
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		checkPodVolumes(ctx, t, c, ns, js.Name, nil, map[string]string{"data": "data-mine"})
-		waitClaimsGone(ctx, t, c, ns, js.Name, perPodNames("ckpt", js.Name, "w", 2, 2))
+		waitClaimsDeleted(ctx, t, c, ns, js.Name, perPodNames("ckpt", js.Name, "w", 2, 2))
 		if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func TestStories(t *testing.T) {
 						gone = append(gone, n)
 					}
 				}
-				waitClaimsGone(ctx, t, c, st.ns, st.jobSet, gone)
+				waitClaimsDeleted(ctx, t, c, st.ns, st.jobSet, gone) // held by the finished pods: the examples keep them
 				keptUIDs := map[string]types.UID{}
 				for _, n := range st.wantKept {
 					keptUIDs[n] = uids[n]

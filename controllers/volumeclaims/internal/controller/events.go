@@ -8,6 +8,15 @@ const (
 	ReasonReused = "VolumeClaimsReused"
 	// ReasonDeleted: PVCs were deleted by the retention policy.
 	ReasonDeleted = "VolumeClaimsDeleted"
+	// ReasonHeld: PVCs deleted by retention stay Terminating because pods that ran with them
+	// still exist (Kubernetes' pvc-protection); the message names them, counts the pods and
+	// says what releases them. Told once per PVC.
+	ReasonHeld = "VolumeClaimsHeld"
+	// ReasonReleased: PVCs deleted by retention are gone, their storage released.
+	ReasonReleased = "VolumeClaimsReleased"
+	// ReasonFinishedPodsDeleted: finished pods of the JobSet that held PVCs deleted by
+	// retention were deleted (finishedPods: Delete); the message says how each ended.
+	ReasonFinishedPodsDeleted = "FinishedPodsDeleted"
 	// ReasonFailed: creating, adopting or deleting PVCs failed; the reconcile retries.
 	ReasonFailed = "VolumeClaimsFailed"
 	// ReasonNotAdmitted: the JobSet has policies but was admitted while the webhook was not
@@ -20,8 +29,9 @@ const (
 
 // Event actions (events.k8s.io/v1 "action").
 const (
-	actionCreate = "Create"
-	actionDelete = "Delete"
-	actionReuse  = "Reuse"
-	actionSkip   = "Skip"
+	actionCreate  = "Create"
+	actionDelete  = "Delete"
+	actionReuse   = "Reuse"
+	actionRelease = "Release"
+	actionSkip    = "Skip"
 )

@@ -19,6 +19,14 @@ var (
 		Name: "jobset_addons_volumeclaims_deleted_total",
 		Help: "PersistentVolumeClaims deleted by retention (whenComplete, whenFailed), by scope.",
 	}, []string{"scope"})
+	podsDeleted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_finished_pods_deleted_total",
+		Help: "Finished pods deleted because they held PersistentVolumeClaims deleted by retention (finishedPods: Delete).",
+	})
+	claimsHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobset_addons_volumeclaims_held",
+		Help: "PersistentVolumeClaims deleted by retention and still Terminating, held by pods that ran with them.",
+	})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_errors_total",
 		Help: "Errors, by reason (create, delete, adopt, invalid, list).",
@@ -31,7 +39,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(claimsCreated, claimsReused, claimsDeleted, reconcileErrors, reconcileDuration)
+	metrics.Registry.MustRegister(claimsCreated, claimsReused, claimsDeleted, podsDeleted, claimsHeld, reconcileErrors, reconcileDuration)
 }
 
 func scope(shared bool) string {

@@ -35,7 +35,10 @@ import (
 type Reconciler struct {
 	// Client reads JobSets and the add-on's own PVCs from the cache, and writes. A user's PVC
 	// of a desired name is not in the cache: its creation collides (AlreadyExists).
-	Client   client.Client
+	Client client.Client
+	// Reader lists, from the API server, the pods that hold PVCs retention deleted: pods are
+	// not cached, as they are needed only then.
+	Reader   client.Reader
 	Recorder events.EventRecorder
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
@@ -53,6 +56,9 @@ type pendingClaims struct {
 	// names are created or found but not in the cache yet; seen were all accounted for
 	// (created or reused), so that reuse is told once.
 	names, seen sets.Set[string]
+	// terminating are PVCs that retention deleted and that were seen Terminating; held, those
+	// of them told as held (VolumeClaimsHeld), so that each is told once and its end too.
+	terminating, held sets.Set[string]
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
@@ -134,18 +140,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	st := stateOf(js)
 	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)
-	var ensure, remove []policy.Claim
+	var ensure, remove, dropped []policy.Claim
 	for _, c := range claims {
 		switch st.action(c) {
 		case keep:
 			ensure = append(ensure, c)
 		case drop:
+			dropped = append(dropped, c)
 			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
 				remove = append(remove, c)
 			}
 		}
 	}
-	return ctrl.Result{}, errors.Join(r.ensure(ctx, js, ensure, existing), r.remove(ctx, js, remove, existing))
+	res, err := r.release(ctx, js, dropped, existing)
+	return res, errors.Join(r.ensure(ctx, js, ensure, existing), r.remove(ctx, js, remove, existing), err)
 }
 
 // ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
@@ -154,19 +162,20 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	key := client.ObjectKeyFromObject(js)
 	pending, seen := r.pendingFor(key, js.UID)
 	var created, reused, failed result
-	r.parallel(ctx, claims, func(c policy.Claim) {
+	r.parallel(ctx, len(claims), func(i int) {
+		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
 			if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
 				patch := client.MergeFrom(pvc.DeepCopy())
 				pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
 				if err := r.Client.Patch(ctx, pvc, patch); err != nil {
-					failed.add(c, fmt.Errorf("adopting %s: %w", c.Name, err))
+					failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
 					reconcileErrors.WithLabelValues("adopt").Inc()
 					return
 				}
 			}
 			if !seen.Has(c.Name) && pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) {
-				reused.add(c, nil)
+				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
 			r.settle(key, c.Name)
@@ -178,15 +187,15 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		err := r.Client.Create(ctx, c.PVC(js))
 		switch {
 		case err == nil:
-			created.add(c, nil)
+			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
 		case apierrors.IsAlreadyExists(err):
 			// A PVC of this name that the add-on does not manage: the user's. It is mounted as
 			// it is, never changed and never deleted.
-			reused.add(c, nil)
+			reused.add(c.Name, nil)
 			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 		default:
-			failed.add(c, fmt.Errorf("creating %s: %w", c.Name, err))
+			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("create").Inc()
 			return
 		}
@@ -205,18 +214,19 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 // remove deletes the add-on's PVCs that retention no longer keeps.
 func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
 	var deleted, failed result
-	r.parallel(ctx, claims, func(c policy.Claim) {
+	r.parallel(ctx, len(claims), func(i int) {
+		c := claims[i]
 		pvc := existing[c.Name]
 		// The list only holds PVCs with the add-on's managed-by label and this JobSet's name:
 		// a user's PVC of the same name is never among them. The UID precondition makes sure
 		// the PVC deleted is the one looked at.
 		err := r.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
-			failed.add(c, fmt.Errorf("deleting %s: %w", c.Name, err))
+			failed.add(c.Name, fmt.Errorf("deleting %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("delete").Inc()
 			return
 		}
-		deleted.add(c, nil)
+		deleted.add(c.Name, nil)
 		claimsDeleted.WithLabelValues(scope(c.Shared())).Inc()
 	})
 	if n := deleted.count(); n > 0 {
@@ -226,9 +236,9 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	return failed.report(js, r.Recorder, actionDelete)
 }
 
-// parallel runs fn for each claim, r.Workers at a time.
-func (r *Reconciler) parallel(ctx context.Context, claims []policy.Claim, fn func(policy.Claim)) {
-	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), len(claims), func(i int) { fn(claims[i]) })
+// parallel runs fn for 0..n-1, r.Workers at a time.
+func (r *Reconciler) parallel(ctx context.Context, n int, fn func(i int)) {
+	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), n, fn)
 }
 
 func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool {
@@ -245,15 +255,25 @@ func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool 
 func (r *Reconciler) pendingFor(key types.NamespacedName, uid types.UID) (pending, seen sets.Set[string]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	p := r.stateFor(key, uid)
+	return p.names.Clone(), p.seen.Clone()
+}
+
+// stateFor returns what is remembered of the JobSet key, new if it was of an earlier JobSet of
+// the same name. r.mu is held.
+func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *pendingClaims {
 	if r.pending == nil {
 		r.pending = map[types.NamespacedName]*pendingClaims{}
 	}
 	p := r.pending[key]
+	if p != nil && p.uid != uid {
+		claimsHeld.Sub(float64(p.terminating.Len()))
+	}
 	if p == nil || p.uid != uid {
-		p = &pendingClaims{uid: uid, names: sets.New[string](), seen: sets.New[string]()}
+		p = &pendingClaims{uid: uid, names: sets.New[string](), seen: sets.New[string](), terminating: sets.New[string](), held: sets.New[string]()}
 		r.pending[key] = p
 	}
-	return p.names.Clone(), p.seen.Clone()
+	return p
 }
 
 func (r *Reconciler) remember(key types.NamespacedName, name string) {
@@ -278,6 +298,9 @@ func (r *Reconciler) settle(key types.NamespacedName, name string) {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if p := r.pending[key]; p != nil {
+		claimsHeld.Sub(float64(p.terminating.Len()))
+	}
 	delete(r.pending, key)
 }
 
@@ -333,17 +356,17 @@ func (st state) action(c policy.Claim) action {
 	return keep
 }
 
-// result collects the claims of one kind of outcome of a parallel step.
+// result collects the names (of PVCs, or pods) of one kind of outcome of a parallel step.
 type result struct {
 	mu     sync.Mutex
 	claims []string
 	errs   []error
 }
 
-func (r *result) add(c policy.Claim, err error) {
+func (r *result) add(name string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.claims = append(r.claims, c.Name)
+	r.claims = append(r.claims, name)
 	if err != nil {
 		r.errs = append(r.errs, err)
 	}
@@ -358,6 +381,12 @@ func (r *result) names() string {
 		return strings.Join(r.claims, ", ")
 	}
 	return strings.Join(r.claims[:most], ", ") + fmt.Sprintf(" and %d more", len(r.claims)-most)
+}
+
+// names lists up to 10 entries, for an Event message.
+func names(list []string) string {
+	r := result{claims: list}
+	return r.names()
 }
 
 // report emits one Warning for the failures and returns them joined, so the reconcile retries.

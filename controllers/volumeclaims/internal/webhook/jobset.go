@@ -51,9 +51,42 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose policies are not valid for it, with every problem
-// as a field error in one response.
+// as a field error in one response, and warns of a Delete retention that will not free the
+// storage when it fires (retentionWarnings).
 func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	return nil, jobsets.Invalid(js, validateCreate(js))
+	if errs := validateCreate(js); len(errs) > 0 {
+		return nil, jobsets.Invalid(js, errs)
+	}
+	return retentionWarnings(js), nil
+}
+
+// retentionWarnings warns of each policy whose whenComplete or whenFailed is Delete while its
+// finishedPods is Retain: Kubernetes keeps a deleted PVC while any pod that ran with it exists,
+// and JobSet keeps its finished pods, so the storage is released only when the JobSet's pods
+// go: with spec.ttlSecondsAfterFinished after the JobSet finishes, never earlier for a targeted
+// ReplicatedJob that finishes while others run.
+func retentionWarnings(js *jobsetv1alpha2.JobSet) admission.Warnings {
+	policies, ok, errs := policy.Parse(js)
+	if !ok || len(errs) > 0 {
+		return nil
+	}
+	var warnings admission.Warnings
+	for i, p := range policies {
+		r := p.RetentionPolicy
+		if !r.DeletesOnFinish() || r.FinishedPods == contract.RetentionPolicyDelete {
+			continue
+		}
+		path := policy.AnnotationPath.Index(i).Child("retentionPolicy")
+		switch {
+		case js.Spec.TTLSecondsAfterFinished == nil:
+			warnings = append(warnings, fmt.Sprintf("%s: the PVCs it deletes stay Terminating, their storage held, while the JobSet's finished pods exist "+
+				"(Kubernetes' pvc-protection), that is until the JobSet is deleted: set spec.ttlSecondsAfterFinished, or finishedPods: Delete to have volumeclaims delete those pods", path))
+		case !p.Shared() && len(p.TargetReplicatedJobs) < len(js.Spec.ReplicatedJobs):
+			warnings = append(warnings, fmt.Sprintf("%s: the per-pod PVCs it deletes when their ReplicatedJobs finish stay Terminating while the JobSet runs "+
+				"(Kubernetes' pvc-protection keeps them for the finished pods): set finishedPods: Delete to have volumeclaims delete those pods", path))
+		}
+	}
+	return warnings
 }
 
 // ValidateUpdate keeps the policies annotation and the admission marker as they were created.

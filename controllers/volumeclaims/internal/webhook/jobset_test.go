@@ -82,10 +82,60 @@ func admitCreate(t *testing.T, js *jobsetv1alpha2.JobSet, generatedName string) 
 		js.Name = generatedName
 	}
 	warnings, err := w.ValidateCreate(ctx, js)
-	if len(warnings) != 0 {
-		t.Errorf("ValidateCreate warnings: %v", warnings)
+	if err != nil && len(warnings) != 0 {
+		t.Errorf("ValidateCreate refused and warned: %v", warnings)
 	}
 	return err
+}
+
+func TestRetentionWarnings(t *testing.T) {
+	shared := func(retention string) string {
+		return "[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: " + retention + "}]"
+	}
+	perPod := func(retention string) string {
+		return "[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: " + retention + "}]"
+	}
+	twoJobs := func(policies string) *jobSetWrapper {
+		return jobSet("train").Policies(policies).ReplicatedJobs(replicatedJob("w").Mount("data"), replicatedJob("v").Mount("data"))
+	}
+	path := "metadata.annotations[volumeclaims.jobset-addons.io/policies][0].retentionPolicy: "
+	cases := map[string]struct {
+		js   *jobsetv1alpha2.JobSet
+		want string // the start of the one warning, or "" for none
+	}{
+		"Retain: none":                        {js: twoJobs(shared("{whenComplete: Retain}")).Obj()},
+		"shared, whenComplete Delete, no TTL": {js: twoJobs(shared("{whenComplete: Delete}")).Obj(), want: path + "the PVCs it deletes stay Terminating"},
+		"shared, whenFailed Delete, no TTL":   {js: twoJobs(shared("{whenFailed: Delete}")).Obj(), want: path + "the PVCs it deletes stay Terminating"},
+		"shared, Delete, finishedPods Delete": {js: twoJobs(shared("{whenComplete: Delete, finishedPods: Delete}")).Obj()},
+		"shared, Delete, with a TTL":          {js: withTTL(twoJobs(shared("{whenComplete: Delete}")).Obj())},
+		"per-pod of one of two, with a TTL":   {js: withTTL(twoJobs(perPod("{whenComplete: Delete}")).Obj()), want: path + "the per-pod PVCs it deletes when their ReplicatedJobs finish"},
+		"per-pod of one of two, finishedPods": {js: withTTL(twoJobs(perPod("{whenComplete: Delete, finishedPods: Delete}")).Obj())},
+		"per-pod of the only one, with a TTL": {js: withTTL(jobSet("train").Policies(perPod("{whenComplete: Delete}")).ReplicatedJobs(replicatedJob("w").Mount("data")).Obj())},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &JobSetWebhook{}
+			ctx := ctxFor(admissionv1.Create)
+			if err := w.Default(ctx, tc.js); err != nil {
+				t.Fatal(err)
+			}
+			warnings, err := w.ValidateCreate(ctx, tc.js)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			switch {
+			case tc.want == "" && len(warnings) != 0:
+				t.Errorf("warnings %q, want none", warnings)
+			case tc.want != "" && (len(warnings) != 1 || !strings.HasPrefix(warnings[0], tc.want)):
+				t.Errorf("warnings %q, want one starting with %q", warnings, tc.want)
+			}
+		})
+	}
+}
+
+func withTTL(js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
+	js.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
+	return js
 }
 
 func TestValidateCreate(t *testing.T) {
