@@ -53,6 +53,10 @@ type Config struct {
 	WebhookService    string
 	WebhookConfigName string
 	Namespace         string
+
+	// ShutdownDelay is how long the process keeps serving after SIGTERM, not ready, before it
+	// stops (--shutdown-delay).
+	ShutdownDelay time.Duration
 }
 
 // bindFlags registers the shared flags on fs, with defaults derived from the controller name.
@@ -96,6 +100,8 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "Log level: debug, info, error, or a verbosity number (0 = info, higher = more)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "Log format: json or console")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "After SIGTERM, how long to go on serving webhooks (and reconciling) while /readyz fails, before stopping: "+
+		"time for the Service's endpoints and every node's kube-proxy to stop sending the API server here, so that no admission request meets a pod that is gone (the chart sets 5s)")
 
 	fs.StringVar(&c.WebhookHost, "webhook-host", "", "Address the webhook server listens on (empty = all)")
 	fs.IntVar(&c.WebhookPort, "webhook-port", 9443, "Port of the webhook server")
@@ -119,6 +125,9 @@ func (c *Config) validate() error {
 	case "json", "console":
 	default:
 		return fmt.Errorf("--log-format: %q is not one of \"json\", \"console\"", c.LogFormat)
+	}
+	if c.ShutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative")
 	}
 	if c.QPS <= 0 || c.Burst <= 0 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")

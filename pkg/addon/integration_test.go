@@ -145,6 +145,7 @@ func TestRunOnAPIServer(t *testing.T) {
 		"--webhook-host", "127.0.0.1", "--webhook-port", fmt.Sprint(webhookPort),
 		"--cert-dir", certDir,
 		"--feature-gates", "PartOne=true",
+		"--shutdown-delay", "2s",
 	}
 	go mountSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: secret}, certDir)
 	runCtx, stop := context.WithCancel(ctx)
@@ -217,9 +218,29 @@ func TestRunOnAPIServer(t *testing.T) {
 			held.Spec.HolderIdentity != nil && *held.Spec.HolderIdentity != ""
 	})
 
+	// SIGTERM (the context): for --shutdown-delay, /readyz fails while webhooks still answer,
+	// so that the Service stops sending the API server here before the server goes.
+	stopped := time.Now()
 	stop()
+	readyz := func() int {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	poll(ctx, t, "/readyz failing after the signal", func() bool { return readyz() == http.StatusInternalServerError })
+	if resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/ping", webhookPort)); err != nil {
+		t.Errorf("the webhook server stopped answering within the shutdown delay (%v after the signal): %v", time.Since(stopped), err)
+	} else {
+		resp.Body.Close()
+	}
 	select {
 	case err := <-done:
+		if took := time.Since(stopped); took < 2*time.Second {
+			t.Errorf("Run returned %v after the signal, before --shutdown-delay 2s", took)
+		}
 		if err != nil {
 			t.Errorf("Run after cancel = %v, want nil", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -170,8 +171,38 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		return err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
+	// The manager runs until the signal, plus --shutdown-delay during which /readyz fails
+	// while everything else still serves.
+	signalled := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(signalled))
 	defer cancel()
+	var stopping atomic.Bool
+	if err := mgr.AddReadyzCheck("shutdown", func(*http.Request) error {
+		if stopping.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signalled.Done():
+		}
+		stopping.Store(true)
+		if cfg.ShutdownDelay > 0 {
+			log.Info("Stopping: still serving, not ready, for the shutdown delay", "delay", cfg.ShutdownDelay)
+			t := time.NewTimer(cfg.ShutdownDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
+		cancel()
+	}()
 	eventBroadcaster, err := startEvents(ctx, restCfg, mgr.GetHTTPClient(), cfg.EventQPS, cfg.EventBurst)
 	if err != nil {
 		return err

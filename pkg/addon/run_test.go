@@ -16,6 +16,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		"log level":     {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		"qps":           {args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps"},
 		"event qps":     {args: []string{"--event-qps=0"}, wantErr: "--event-qps"},
+		"shutdown":      {args: []string{"--shutdown-delay=-1s"}, wantErr: "--shutdown-delay"},
 		"unknown flag":  {args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		"unknown gate":  {args: []string{"--feature-gates=NoSuchGate=true"}, wantErr: "NoSuchGate"},
 		"lease without": {args: []string{"--leader-election-namespace="}, wantErr: "--leader-election-namespace"},

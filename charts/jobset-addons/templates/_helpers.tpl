@@ -137,6 +137,7 @@ labels:
 - --webhook-configuration-name={{ include "jobset-addons.fullname" . }}
 - --log-level={{ .values.logLevel }}
 - --log-format={{ .root.Values.logFormat }}
+- --shutdown-delay={{ .root.Values.shutdownDelay }}
 {{- if gt (float64 .values.kubeAPIQPS) 0.0 }}
 - --kube-api-qps={{ .values.kubeAPIQPS }}
 {{- end }}
