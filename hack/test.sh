@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { echo; echo "==> $* ($(( $(date +%s) - start ))s)"; }
 
+# No tracked file may change while make test runs (go.work.sum included): what differs from
+# HEAD now must differ the same way at the end.
+tracked() { git diff HEAD --no-ext-diff 2>/dev/null | sha256sum; }
+before=$(tracked)
+
 step "make verify"
 make --no-print-directory verify
 step "make build tools"
@@ -30,4 +35,9 @@ unset KUBECONFIG
 step "make e2e-kind"
 make --no-print-directory e2e-kind
 
+if [[ $(tracked) != "$before" ]]; then
+	echo "make test changed tracked files (none may change when the README's commands run):"
+	git status --short --untracked-files=no
+	exit 1
+fi
 step "make test: all green in $(( $(date +%s) - start ))s"
