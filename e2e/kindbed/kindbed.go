@@ -195,7 +195,40 @@ func install(ctx context.Context, c Config) error {
 			return err
 		}
 	}
-	return nil
+	return c.waitAdmission(ctx)
+}
+
+// probeJobSet is a JobSet that reaches JobSet's webhooks and the sequencer's, created with
+// --dry-run=server: nothing is stored.
+const probeJobSet = `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: kindbed-probe, namespace: default, annotations: {sequencer.jobset-addons.io/execution-policy: InOrder}}
+spec:
+  replicatedJobs:
+  - name: a
+    template: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: kind.local/busybox:e2e}]}}}}
+  - name: b
+    template: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: kind.local/busybox:e2e}]}}}}
+`
+
+// waitAdmission waits until a JobSet is admitted: a Deployment rolled out is not yet a webhook
+// the API server reaches through its Service (endpoints, kube-proxy, JobSet's own certificate).
+func (c Config) waitAdmission(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := c.Kubectl(ctx, []byte(probeJobSet), "create", "--dry-run=server", "-f", "-")
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("a JobSet is still not admitted 2m after the installs: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // HelmUpgrade upgrades the release with the kind values (hack/kind/values.yaml: all four
