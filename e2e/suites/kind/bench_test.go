@@ -50,7 +50,7 @@ func BenchmarkRealNodes(b *testing.B) {
 			took[v] = append(took[v], d)
 		}
 	}
-	with, unsequenced, without := took[allFour], took[noStages], took[plain]
+	with, unsequenced, ungang, without := took[allFour], took[noStages], took[noGang], took[plain]
 	handoffs, err := handOffs(ctx, c, ns.Name, envInt("BENCH_HANDOFFS", 10))
 	if err != nil {
 		b.Fatal(err)
@@ -59,9 +59,11 @@ func BenchmarkRealNodes(b *testing.B) {
 	fmt.Fprintf(w, "\nkind, one node (%s)\tp50\tmax\trounds\n", kb.NodeImage)
 	fmt.Fprintf(w, "8 pods Running, all four add-ons\t%s\t%s\t%v\n", pct(with, 50), pct(with, 100), with)
 	fmt.Fprintf(w, "8 pods Running, PVC + claim + one gang, no stages\t%s\t%s\t%v\n", pct(unsequenced, 50), pct(unsequenced, 100), unsequenced)
+	fmt.Fprintf(w, "8 pods Running, PVC + claim only (default scheduler)\t%s\t%s\t%v\n", pct(ungang, 50), pct(ungang, 100), ungang)
 	fmt.Fprintf(w, "8 pods Running, plain JobSet\t%s\t%s\t%v\n", pct(without, 50), pct(without, 100), without)
 	fmt.Fprintf(w, "ratio all four / plain (p50; target <= 1.2; includes the Ready hand-off asked for)\t%.2f\t\t\n", float64(pct(with, 50))/float64(pct(without, 50)))
-	fmt.Fprintf(w, "ratio no stages / plain (p50; the add-ons' own cost)\t%.2f\t\t\n", float64(pct(unsequenced, 50))/float64(pct(without, 50)))
+	fmt.Fprintf(w, "ratio no stages / plain (p50)\t%.2f\t\t\n", float64(pct(unsequenced, 50))/float64(pct(without, 50)))
+	fmt.Fprintf(w, "ratio PVC + claim only / plain (p50; no second scheduler)\t%.2f\t\t\n", float64(pct(ungang, 50))/float64(pct(without, 50)))
 	fmt.Fprintf(w, "sequencer hand-off, stage done -> next container started\t%s\tp99 %s\t%d JobSets\n", pct(handoffs, 50), pct(handoffs, 99), len(handoffs))
 	w.Flush()
 	if err := c.Delete(ctx, ns); err != nil {
@@ -75,10 +77,11 @@ type variant int
 const (
 	allFour  variant = iota // per-pod PVC, claim per Job, two stages released on Ready, a gang per stage
 	noStages                // the same but no sequencing: one gang of 8, both ReplicatedJobs at once
+	noGang                  // PVC and claim only: no stages, no gang (the default scheduler alone)
 	plain                   // no annotation: an emptyDir where the PVC would be
 )
 
-var variants = []variant{allFour, noStages, plain}
+var variants = []variant{allFour, noStages, noGang, plain}
 
 // timeToRunning creates the benchmark JobSet of the variant and returns the time from its create
 // to its 8th pod Running; it deletes it after.
@@ -96,9 +99,12 @@ func timeToRunning(ctx context.Context, c client.Client, ns, name string, v vari
 			contract.WaitForAnnotationKey:         "Ready",
 			contract.SchedulerAnnotationKey:       "coscheduling",
 		}
-		if v == noStages {
+		if v == noStages || v == noGang {
 			delete(ann, contract.ExecutionPolicyAnnotationKey)
 			delete(ann, contract.WaitForAnnotationKey)
+		}
+		if v == noGang {
+			delete(ann, contract.SchedulerAnnotationKey)
 		}
 		claim := map[string]string{contract.TemplatesAnnotationKey: fmt.Sprintf(`[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: %s}}]}}}]`, kindbed.DeviceClass)}
 		first.Template.Annotations, second.Template.Annotations = claim, claim
