@@ -3,12 +3,14 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +32,27 @@ func EventReasons(ctx context.Context, c client.Client, obj client.Object) (map[
 		}
 	}
 	return out, nil
+}
+
+// WaitEventCounts waits until the Events about obj count exactly want for each reason in it, and
+// fails at once when one counts more. Events are written by a broadcaster after the call they
+// record, so the last of them may reach the API server after its effect is seen.
+func WaitEventCounts(ctx context.Context, t *testing.T, c client.Client, obj client.Object, want map[string]int) {
+	t.Helper()
+	Eventually(ctx, t, 30*time.Second, fmt.Sprintf("Events %v", want), func(ctx context.Context) (bool, string, error) {
+		got, err := EventReasons(ctx, c, obj)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		done := true
+		for reason, n := range want {
+			if got[reason] > n {
+				return false, "", fmt.Errorf("events %v: more %s than %d", got, reason, n)
+			}
+			done = done && got[reason] == n
+		}
+		return done, fmt.Sprint(got), nil
+	})
 }
 
 // EventMessages lists the messages of the Events about obj with the reason.

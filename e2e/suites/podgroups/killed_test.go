@@ -75,13 +75,7 @@ func TestKilled(t *testing.T) {
 		restarted = true
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano)
-		reasons, err := framework.EventReasons(ctx, c, js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reasons["PodGroupCreated"] != 2 || reasons["PodGroupDeleted"] != 2 {
-			t.Errorf("events %v: want each stage's PodGroup created once and deleted once", reasons)
-		}
+		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"PodGroupCreated": 2, "PodGroupDeleted": 2})
 		return ctx
 	})
 	testenv.Test(t, f)

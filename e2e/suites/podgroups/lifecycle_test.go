@@ -87,13 +87,7 @@ func TestStages(t *testing.T) {
 			t.Errorf("stage 0's PodGroup was never seen gone while stage 1 ran")
 		}
 		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano)
-		reasons, err := framework.EventReasons(ctx, c, js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reasons["PodGroupCreated"] != 2 || reasons["PodGroupDeleted"] != 2 {
-			t.Errorf("events %v: want 2 PodGroupCreated and 2 PodGroupDeleted", reasons)
-		}
+		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"PodGroupCreated": 2, "PodGroupDeleted": 2})
 		return ctx
 	})
 	testenv.Test(t, f)
