@@ -15,7 +15,8 @@
 #     kube-controller-manager, kube-scheduler and etcd FROM scratch, kube-proxy on the Debian root
 #     filesystem, and pause (e2e/cmd/pause) under the tags kubeadm and kind's containerd ask for;
 #   - a bridge CNI config (the cluster runs without kindnetd: disableDefaultCNI) and a first
-#     entrypoint (hack/kind/node/entrypoint) that makes read-only cgroup v1 hierarchies writable.
+#     entrypoint (hack/kind/node/entrypoint) that makes read-only cgroup v1 hierarchies writable,
+#     and a kubeadm (hack/kind/node/kubeadm) that waits for containerd before it runs.
 # Everything else a cluster needs (JobSet, the add-ons, the DRA driver, coscheduling, the test
 # workload) is loaded by kind after the cluster is up, so that one path serves this image and an
 # official kindest/node image alike.
@@ -100,6 +101,7 @@ COPY files/usr/local/bin/ /usr/local/bin/
 COPY files/kind/ /kind/
 COPY files/etc/ /etc/
 COPY entrypoint /usr/local/bin/jobset-addons-entrypoint
+COPY kubeadm /usr/local/bin/kubeadm
 COPY cri-base.json /etc/containerd/cri-base.json
 COPY 10-bridge.conflist /etc/cni/net.d/10-bridge.conflist
 COPY bin/kubelet bin/kubeadm bin/kubectl /usr/bin/
