@@ -1,0 +1,159 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// readDigests reads what writeImages printed and returns each add-on's index digest at version.
+func readDigests(file, version string) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		ref, d, ok := strings.Cut(l, " ")
+		name, tag, ok2 := strings.Cut(ref, ":")
+		if ok && ok2 && tag == version {
+			out[name] = d
+		}
+	}
+	for _, a := range addons {
+		if out[a] == "" {
+			return nil, fmt.Errorf("%s: no digest of %s:%s", file, a, version)
+		}
+	}
+	return out, nil
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// pinValues pins every add-on's image in the chart's values.yaml: repository REGISTRY/<name>,
+// tag VERSION (for the reader) and digest (what is pulled). It edits the lines of each
+// add-on's image block and keeps every comment; a block without all three keys is an error.
+func pinValues(values []byte, registry, version string, digests map[string]string) ([]byte, error) {
+	lines := strings.SplitAfter(string(values), "\n")
+	set := map[string]map[string]int{} // add-on -> key -> times set
+	block, inImage := "", false
+	for i, l := range lines {
+		trimmed := strings.TrimRight(l, "\n")
+		switch {
+		case trimmed != "" && !strings.HasPrefix(trimmed, " ") && !strings.HasPrefix(trimmed, "#"):
+			block, inImage = strings.TrimSuffix(trimmed, ":"), false
+		case trimmed == "  image:":
+			inImage = true
+		case strings.HasPrefix(trimmed, "  ") && !strings.HasPrefix(trimmed, "    "):
+			inImage = false
+		}
+		d, ok := digests[block]
+		if !inImage || !ok || !strings.HasPrefix(trimmed, "    ") {
+			continue
+		}
+		key, _, _ := strings.Cut(strings.TrimSpace(trimmed), ":")
+		var value string
+		switch key {
+		case "repository":
+			value = registry + "/" + block
+		case "tag":
+			value = fmt.Sprintf("%q", version)
+		case "digest":
+			if !digestRE.MatchString(d) {
+				return nil, fmt.Errorf("%s: %q is not a sha256 digest", block, d)
+			}
+			value = d
+		default:
+			continue
+		}
+		if set[block] == nil {
+			set[block] = map[string]int{}
+		}
+		set[block][key]++
+		lines[i] = "    " + key + ": " + value + "\n"
+	}
+	for name := range digests {
+		for _, key := range []string{"repository", "tag", "digest"} {
+			if n := set[name][key]; n != 1 {
+				return nil, fmt.Errorf("values.yaml: %s.image.%s found %d times, want once", name, key, n)
+			}
+		}
+	}
+	return []byte(strings.Join(lines, "")), nil
+}
+
+func pinValuesFile(file, registry, version, digestsFile string) error {
+	digests, err := readDigests(digestsFile, version)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	pinned, err := pinValues(data, registry, version, digests)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, pinned, 0o644)
+}
+
+// repointChart copies the packaged chart in to out with its images' repositories moved to
+// registry (digests and everything else unchanged): the chart that release-push pushes to a
+// registry other than the one make release was given. Tar headers are kept as helm wrote them.
+func repointChart(in, out, registry, version string, digests map[string]string) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Comment = zr.Comment
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	found := false
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if strings.Count(h.Name, "/") == 1 && strings.HasSuffix(h.Name, "/values.yaml") {
+			if body, err = pinValues(body, registry, version, digests); err != nil {
+				return err
+			}
+			h.Size, found = int64(len(body)), true
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := tw.Write(body); err != nil {
+			return err
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s has no values.yaml", in)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
