@@ -149,8 +149,8 @@ release-push: $(HELM_DIR)/helm $(RELEASE_TOOL) ## Push dist/ (images, their SBOM
 	$(RELEASE_ENV) hack/release-push.sh $(VERSION) $(REGISTRY)
 
 .PHONY: release-check
-release-check: $(HELM_DIR)/helm $(RELEASE_TOOL) ## make release-push of dist/ to a registry on 127.0.0.1, then helm pull/template from it: images pinned, digests resolve; and the release's refusals
-	$(RELEASE_ENV) hack/release-check.sh $(VERSION)
+release-check: $(HELM_DIR)/helm $(RELEASE_TOOL) ## make release-push of dist/ to a registry on 127.0.0.1, then helm pull/template from it: images pinned, digests resolve (with KUBECONFIG: server-side dry-run); the release's refusals
+	$(RELEASE_ENV) KUBECTL=$(TESTBED)/kubectl hack/release-check.sh $(VERSION)
 
 .PHONY: help
 help: ## List the targets

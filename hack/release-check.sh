@@ -10,10 +10,11 @@
 #             127.0.0.1:PORT/jobset-addons/<name>:VERSION@<the digest in dist/>, and that digest
 #             resolves in the registry to a linux/amd64 + linux/arm64 index with its SBOMs
 #   tamper    the same check on a render with one digest changed must fail
+#   dry-run   only with KUBECONFIG: kubectl apply --server-side --dry-run=server of that render
 #   refusals  in a clone of HEAD: make release refuses a version without a CHANGELOG section and
 #             a dirty tree, and accepts VERSION
 #
-#   HELM=... RELEASE_TOOL=... hack/release-check.sh VERSION
+#   HELM=... RELEASE_TOOL=... [KUBECONFIG=... KUBECTL=...] hack/release-check.sh VERSION
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -59,6 +60,17 @@ if "$RELEASE_TOOL" check-render "$tmp/tampered.yaml" "$REG" "$VERSION" dist/imag
 	die "a render with sequencer's digest changed passed the check"
 fi
 ok "tamper    a render with another digest fails the check: $(grep -o 'sequencer: the render runs [^ ]*' "$tmp/tamper.log" | head -1 | cut -c1-60)..."
+
+# With a cluster (KUBECONFIG), the API server takes the render from the registry.
+if [[ -n ${KUBECONFIG:-} ]]; then
+	KUBECTL=${KUBECTL:-kubectl}
+	"$KUBECTL" create namespace jobset-addons-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
+	"$KUBECTL" apply --server-side --dry-run=server --field-manager=release-check -f "$tmp/render.yaml" >"$tmp/dry.log" 2>&1 ||
+		{ cat "$tmp/dry.log"; die "the API server refuses the render from the registry"; }
+	ok "dry-run   $(grep -c 'serverside-applied (server dry run)' "$tmp/dry.log") objects of the render pass kubectl apply --server-side --dry-run=server"
+else
+	echo "not run  dry-run: no KUBECONFIG, no cluster to take the render (make testbed-up, then KUBECONFIG=... make release-check)"
+fi
 
 git clone -q "$ROOT" "$tmp/clone"
 (cd "$tmp/clone" && hack/release.sh --preflight "$VERSION") || die "make release refuses $VERSION in a clean clone"
