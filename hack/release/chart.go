@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,17 +120,10 @@ func repointChart(in, out, registry, version string, digests map[string]string) 
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	zw.Comment = zr.Comment
-	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	tw := tar.NewWriter(zw)
 	found := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		body, err := io.ReadAll(tr)
+	err = eachTarEntry(zr, func(h *tar.Header, r io.Reader) error {
+		body, err := io.ReadAll(r)
 		if err != nil {
 			return err
 		}
@@ -142,9 +136,11 @@ func repointChart(in, out, registry, version string, digests map[string]string) 
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := tw.Write(body); err != nil {
-			return err
-		}
+		_, err = tw.Write(body)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if !found {
 		return fmt.Errorf("%s has no values.yaml", in)
@@ -156,4 +152,28 @@ func repointChart(in, out, registry, version string, digests map[string]string) 
 		return err
 	}
 	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
+
+// errStop ends eachTarEntry early, without an error.
+var errStop = errors.New("stop")
+
+// eachTarEntry calls fn for every entry of the tar stream r, in order, until fn returns an
+// error (errStop: stop, no error).
+func eachTarEntry(r io.Reader, fn func(h *tar.Header, r io.Reader) error) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(h, tr); err != nil {
+			if err == errStop {
+				return nil
+			}
+			return err
+		}
+	}
 }

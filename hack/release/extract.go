@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
@@ -14,56 +15,61 @@ import (
 // platform (linux/amd64) of NAME:VERSION in the OCI layout dir to out, so that the release can
 // run it and ask its --version.
 func extractApp(dir, name, version, platform, out string) error {
-	ii, manifests, err := layoutManifests(dir)
+	img, err := platformImage(dir, name+":"+version, platform)
 	if err != nil {
 		return err
 	}
+	fs := mutate.Extract(img)
+	defer fs.Close()
+	found := false
+	err = eachTarEntry(fs, func(h *tar.Header, r io.Reader) error {
+		if filepath.Clean("/"+h.Name) != "/ko-app/"+name {
+			return nil
+		}
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return err
+		}
+		found = true
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return errStop
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("%s (%s) has no /ko-app/%s", img, platform, name)
+	}
+	return err
+}
+
+// platformImage is the image for platform of the index named ref in the OCI layout dir.
+func platformImage(dir, ref, platform string) (v1.Image, error) {
+	ii, manifests, err := layoutManifests(dir)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range manifests {
-		if m.Annotations[refName] != name+":"+version {
+		if m.Annotations[refName] != ref {
 			continue
 		}
 		idx, err := ii.ImageIndex(m.Digest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		im, err := idx.IndexManifest()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, pm := range im.Manifests {
-			if pm.Platform == nil || pm.Platform.OS+"/"+pm.Platform.Architecture != platform {
-				continue
+			if pm.Platform != nil && pm.Platform.OS+"/"+pm.Platform.Architecture == platform {
+				return idx.Image(pm.Digest)
 			}
-			img, err := idx.Image(pm.Digest)
-			if err != nil {
-				return err
-			}
-			fs := mutate.Extract(img)
-			defer fs.Close()
-			tr := tar.NewReader(fs)
-			for {
-				h, err := tr.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					return err
-				}
-				if filepath.Clean("/"+h.Name) == "/ko-app/"+name {
-					f, err := os.OpenFile(out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-					if err != nil {
-						return err
-					}
-					if _, err := io.Copy(f, tr); err != nil {
-						f.Close()
-						return err
-					}
-					return f.Close()
-				}
-			}
-			return fmt.Errorf("%s:%s (%s) has no /ko-app/%s", name, version, platform, name)
 		}
-		return fmt.Errorf("%s:%s has no %s image", name, version, platform)
+		return nil, fmt.Errorf("%s has no %s image", ref, platform)
 	}
-	return fmt.Errorf("%s holds no %s:%s", dir, name, version)
+	return nil, fmt.Errorf("%s holds no %s", dir, ref)
 }

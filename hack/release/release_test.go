@@ -1,11 +1,15 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
@@ -183,5 +187,70 @@ func TestKrew(t *testing.T) {
 	}
 	if err := writeKrew("v0.3.0", dist, &out); err == nil {
 		t.Error("writeKrew of a version without archives succeeded")
+	}
+}
+
+// TestRepointChart: release-push to another registry changes the repositories in the packaged
+// chart's values.yaml and nothing else, tar headers included.
+func TestRepointChart(t *testing.T) {
+	values, err := os.ReadFile("../../charts/jobset-addons/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests := testDigests()
+	pinned, err := pinValues(values, "ghcr.io/jobset-addons", "v0.2.0", digests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []struct {
+		name string
+		body []byte
+	}{{"jobset-addons/Chart.yaml", []byte("name: jobset-addons\n")}, {"jobset-addons/values.yaml", pinned}}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	when := time.Unix(1700000000, 0)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: when}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(f.body)
+	}
+	tw.Close()
+	zw.Close()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.tgz"), filepath.Join(dir, "out.tgz")
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := repointChart(in, out, "127.0.0.1:5000/mirror", "v0.2.0", digests); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = eachTarEntry(zr, func(h *tar.Header, r io.Reader) error {
+		body, err := io.ReadAll(r)
+		got = append(got, h.Name)
+		if !h.ModTime.Equal(when) {
+			t.Errorf("%s: time %v, want %v", h.Name, h.ModTime, when)
+		}
+		if h.Name == "jobset-addons/values.yaml" {
+			want := strings.ReplaceAll(string(pinned), "ghcr.io/jobset-addons/", "127.0.0.1:5000/mirror/")
+			if string(body) != want || int64(len(body)) != h.Size {
+				t.Errorf("values.yaml re-pointed wrong:\n%s", body)
+			}
+		}
+		return err
+	})
+	if err != nil || strings.Join(got, ",") != "jobset-addons/Chart.yaml,jobset-addons/values.yaml" {
+		t.Errorf("entries %v, err %v", got, err)
 	}
 }
