@@ -106,7 +106,8 @@ func pinValuesFile(file, registry, version, digestsFile string) error {
 
 // repointChart copies the packaged chart in to out with its images' repositories moved to
 // registry (digests and everything else unchanged): the chart that release-push pushes to a
-// registry other than the one make release was given. Tar headers are kept as helm wrote them.
+// registry other than the one make release was given (tar headers kept as helm wrote them); to
+// the registry make release was given, it is a copy of the packaged chart.
 func repointChart(in, out, registry, version string, digests map[string]string) error {
 	f, err := os.Open(in)
 	if err != nil {
@@ -121,17 +122,19 @@ func repointChart(in, out, registry, version string, digests map[string]string) 
 	zw := gzip.NewWriter(&buf)
 	zw.Comment = zr.Comment
 	tw := tar.NewWriter(zw)
-	found := false
+	found, changed := false, false
 	err = eachTarEntry(zr, func(h *tar.Header, r io.Reader) error {
 		body, err := io.ReadAll(r)
 		if err != nil {
 			return err
 		}
 		if strings.Count(h.Name, "/") == 1 && strings.HasSuffix(h.Name, "/values.yaml") {
-			if body, err = pinValues(body, registry, version, digests); err != nil {
+			repointed, err := pinValues(body, registry, version, digests)
+			if err != nil {
 				return err
 			}
-			h.Size, found = int64(len(body)), true
+			changed = !bytes.Equal(repointed, body)
+			body, h.Size, found = repointed, int64(len(repointed)), true
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
@@ -144,6 +147,13 @@ func repointChart(in, out, registry, version string, digests map[string]string) 
 	}
 	if !found {
 		return fmt.Errorf("%s has no values.yaml", in)
+	}
+	if !changed { // the registry make release was given: helm's own archive, byte for byte
+		data, err := os.ReadFile(in)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, data, 0o644)
 	}
 	if err := tw.Close(); err != nil {
 		return err

@@ -23,7 +23,7 @@ var keychain = remote.WithAuthFromKeychain(authn.DefaultKeychain)
 
 // push pushes every manifest of dist/images (the add-ons' indexes and their SBOMs, under the
 // tags they carry there) to registry/<add-on>, and writes to chartOut the packaged chart of
-// dist with its images re-pointed at registry (an unchanged copy when make release was given
+// dist with its images re-pointed at registry (the very archive when make release was given
 // that registry already). A registry on localhost or 127.0.0.1 is spoken to over plain HTTP.
 func push(dist, version, registryPrefix, chartOut string) error {
 	ii, manifests, err := layoutManifests(filepath.Join(dist, "images"))

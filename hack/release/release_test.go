@@ -253,4 +253,11 @@ func TestRepointChart(t *testing.T) {
 	if err != nil || strings.Join(got, ",") != "jobset-addons/Chart.yaml,jobset-addons/values.yaml" {
 		t.Errorf("entries %v, err %v", got, err)
 	}
+	// To the registry the chart was made for: the very archive.
+	if err := repointChart(in, out, "ghcr.io/jobset-addons", "v0.2.0", digests); err != nil {
+		t.Fatal(err)
+	}
+	if same, _ := os.ReadFile(out); !bytes.Equal(same, buf.Bytes()) {
+		t.Error("re-pointing at the chart's own registry changed the archive")
+	}
 }
