@@ -4,16 +4,26 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"sigs.k8s.io/yaml"
 )
+
+// chartValues is the chart's own values.yaml, which make release pins.
+const chartValues = "../../charts/jobset-addons/values.yaml"
 
 func testDigests() map[string]string {
 	d := map[string]string{}
@@ -25,10 +35,7 @@ func testDigests() map[string]string {
 
 // TestPinValues pins the chart's own values.yaml and reads it back as helm would.
 func TestPinValues(t *testing.T) {
-	values, err := os.ReadFile("../../charts/jobset-addons/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	values := mustRead(t, chartValues)
 	digests := testDigests()
 	pinned, err := pinValues(values, "127.0.0.1:5000/jsa", "v0.2.0", digests)
 	if err != nil {
@@ -65,10 +72,7 @@ func TestPinValues(t *testing.T) {
 }
 
 func TestPinValuesRefuses(t *testing.T) {
-	values, err := os.ReadFile("../../charts/jobset-addons/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	values := mustRead(t, chartValues)
 	noDigestKey := bytes.Replace(values, []byte("    digest: \"\"\n"), nil, 1)
 	if _, err := pinValues(noDigestKey, "r", "v1.0.0", testDigests()); err == nil || !strings.Contains(err.Error(), "volumeclaims.image.digest found 0 times") {
 		t.Errorf("values without volumeclaims.image.digest: err = %v, want it named", err)
@@ -193,36 +197,16 @@ func TestKrew(t *testing.T) {
 // TestRepointChart: release-push to another registry changes the repositories in the packaged
 // chart's values.yaml and nothing else, tar headers included.
 func TestRepointChart(t *testing.T) {
-	values, err := os.ReadFile("../../charts/jobset-addons/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	values := mustRead(t, chartValues)
 	digests := testDigests()
 	pinned, err := pinValues(values, "ghcr.io/jobset-addons", "v0.2.0", digests)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []struct {
-		name string
-		body []byte
-	}{{"jobset-addons/Chart.yaml", []byte("name: jobset-addons\n")}, {"jobset-addons/values.yaml", pinned}}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	when := time.Unix(1700000000, 0)
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: when}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write(f.body)
-	}
-	tw.Close()
-	zw.Close()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.tgz"), filepath.Join(dir, "out.tgz")
-	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	when := time.Unix(1700000000, 0)
+	writeChart(t, in, pinned, when)
 	if err := repointChart(in, out, "127.0.0.1:5000/mirror", "v0.2.0", digests); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +241,130 @@ func TestRepointChart(t *testing.T) {
 	if err := repointChart(in, out, "ghcr.io/jobset-addons", "v0.2.0", digests); err != nil {
 		t.Fatal(err)
 	}
-	if same, _ := os.ReadFile(out); !bytes.Equal(same, buf.Bytes()) {
+	if same, _ := os.ReadFile(out); !bytes.Equal(same, mustRead(t, in)) {
 		t.Error("re-pointing at the chart's own registry changed the archive")
+	}
+}
+
+// writeChart writes a packaged chart holding a Chart.yaml and values, its files dated when.
+func writeChart(t *testing.T, file string, values []byte, when time.Time) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range []struct {
+		name string
+		body []byte
+	}{{"jobset-addons/Chart.yaml", []byte("name: jobset-addons\n")}, {"jobset-addons/values.yaml", values}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: when}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestPushAndCheckRender: a dist/ of four two-platform indexes with their SBOMs (the base image
+// standing in for ko's builds), pushed to an in-memory registry, passes checkRender with the
+// digests of dist/; a render with another digest, or pointing at a registry that does not hold
+// them, fails it.
+func TestPushAndCheckRender(t *testing.T) {
+	dir := t.TempDir()
+	var specs []string
+	for _, a := range addons {
+		base, err := baseIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ko, sboms := filepath.Join(dir, "ko", a), filepath.Join(dir, "ko", a+"-sbom")
+		p, err := layout.Write(ko, empty.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AppendIndex(mutate.Annotations(base, map[string]string{"test": a}).(v1.ImageIndex)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(sboms, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"index", "linux-amd64", "linux-arm64"} {
+			if err := os.WriteFile(filepath.Join(sboms, a+"-"+f+".spdx.json"), []byte(`{"name":"`+a+`"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		specs = append(specs, a+"="+ko+","+sboms)
+	}
+	dist := filepath.Join(dir, "dist")
+	var lines bytes.Buffer
+	if err := writeImages(filepath.Join(dist, "images"), "v0.2.0", specs, &lines); err != nil {
+		t.Fatal(err)
+	}
+	digestsFile := filepath.Join(dist, "images.digests")
+	if err := os.WriteFile(digestsFile, lines.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(lines.String(), "\n"); n != 16 {
+		t.Errorf("%d manifests in dist/images, want 16 (4 indexes, 12 SBOMs):\n%s", n, lines.String())
+	}
+	digests, err := readDigests(digestsFile, "v0.2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := pinValues(mustRead(t, chartValues), "ghcr.io/jobset-addons", "v0.2.0", digests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeChart(t, filepath.Join(dist, "jobset-addons-0.2.0.tgz"), values, time.Unix(0, 0))
+
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://") + "/jsa"
+	if err := push(dist, "v0.2.0", reg, filepath.Join(dir, "chart.tgz")); err != nil {
+		t.Fatal(err)
+	}
+	render := func(registry string, digests map[string]string) string {
+		var b strings.Builder
+		for _, a := range addons {
+			fmt.Fprintf(&b, "---\nkind: Deployment\nmetadata:\n  labels:\n    app.kubernetes.io/component: %s\nspec:\n  template:\n    spec:\n      containers:\n      - image: %s/%s:v0.2.0@%s\n", a, registry, a, digests[a])
+		}
+		file := filepath.Join(dir, fmt.Sprintf("render-%d.yaml", len(digests)+len(registry)))
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	if err := checkRender(render(reg, digests), reg, "v0.2.0", digestsFile); err != nil {
+		t.Errorf("the pushed release fails the check: %v", err)
+	}
+	tampered := map[string]string{}
+	for k, v := range digests {
+		tampered[k] = v
+	}
+	tampered["sequencer"] = "sha256:" + strings.Repeat("0", 64)
+	if err := checkRender(render(reg, tampered), reg, "v0.2.0", digestsFile); err == nil || !strings.Contains(err.Error(), "sequencer: the render runs") {
+		t.Errorf("a render with another digest: err = %v, want sequencer named", err)
+	}
+	other := strings.TrimPrefix(srv.URL, "http://") + "/elsewhere"
+	if err := checkRender(render(other, digests), other, "v0.2.0", digestsFile); err == nil || !strings.Contains(err.Error(), "does not resolve") {
+		t.Errorf("images the registry does not hold: err = %v, want them not resolving", err)
 	}
 }
