@@ -8,8 +8,8 @@
 #                                    index tagged <name>:VERSION, built by ko, and ko's SPDX SBOMs
 #                                    of the index and of each platform tagged <name>:sha256-<hex>.sbom
 #   dist/images.digests              every manifest of dist/images, "<name>:<tag> <digest>" a line
-#   dist/jobset-addons-X.Y.Z.tgz     the chart (helm package): version X.Y.Z, appVersion VERSION,
-#                                    each image $REGISTRY/<name>:VERSION@<digest>
+#   dist/jobset-addons-X.Y.Z.tgz     the chart (helm package, then helm lint --strict): version X.Y.Z,
+#                                    appVersion VERSION, each image $REGISTRY/<name>:VERSION@<digest>
 #   dist/kubectl-jobset_addons-VERSION-<os>-<arch>.tar.gz   the kubectl plugin, linux and darwin,
 #                                    amd64 and arm64
 #   dist/jobset-addons.krew.yaml     krew's Plugin manifest of those archives
@@ -90,6 +90,7 @@ build_all() {
 	"$RELEASE_TOOL" pin-values "$out/chart/jobset-addons/values.yaml" "$REGISTRY" "$VERSION" "$out/files/images.digests"
 	find "$out/chart" -exec touch -h -d "@$EPOCH" {} +
 	"$HELM" package "$out/chart/jobset-addons" --version "${VERSION#v}" --app-version "$VERSION" -d "$out/files" >/dev/null
+	"$HELM" lint --strict "$out/files/jobset-addons-${VERSION#v}.tgz" >"$out/lint.log" 2>&1 || { cat "$out/lint.log" >&2; return 1; }
 
 	# The kubectl plugin.
 	for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
@@ -152,4 +153,4 @@ mv "$WORK/a/files" "$DIST"
 (cd "$DIST" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum) >"$WORK/SHA256SUMS"
 mv "$WORK/SHA256SUMS" "$DIST/SHA256SUMS"
 log "dist/ written in $(($(date +%s) - start))s:"
-(cd "$DIST" && ls -l --time-style=+ | tail -n +2 | awk '{print "  " $5 "\t" $NF}') >&2
+(cd "$DIST" && du -b --max-depth=1 -- * | LC_ALL=C sort -k2 | sed 's/^/  /') >&2
