@@ -153,4 +153,4 @@ mv "$WORK/a/files" "$DIST"
 (cd "$DIST" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum) >"$WORK/SHA256SUMS"
 mv "$WORK/SHA256SUMS" "$DIST/SHA256SUMS"
 log "dist/ written in $(($(date +%s) - start))s:"
-(cd "$DIST" && du -b --max-depth=1 -- * | LC_ALL=C sort -k2 | sed 's/^/  /') >&2
+(cd "$DIST" && du -bs -- * | LC_ALL=C sort -k2 | sed 's/^/  /') >&2
