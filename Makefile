@@ -125,12 +125,32 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests \
+TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
+
+# Releases (docs/releasing.md): make release VERSION=vX.Y.Z writes dist/, with no Docker.
+RELEASE_TOOL := $(BIN)/release
+$(RELEASE_TOOL): FORCE
+	cd hack/release && GOWORK=off go build -o $@ .
+RELEASE_ENV = KO=$(KO) HELM=$(HELM_DIR)/helm RELEASE_TOOL=$(RELEASE_TOOL) GOVULNCHECK=$(GOVULNCHECK) RELEASE_MODULES="$(MODULES)"
+
+.PHONY: release
+release: ## dist/ for VERSION: images (ko, amd64+arm64, SBOMs), chart pinned by digest, kubectl plugin archives + krew manifest, SHA256SUMS; built twice, must match
+	@hack/release.sh --preflight $(VERSION)
+	@$(MAKE) --no-print-directory $(KO) $(HELM_DIR)/helm $(RELEASE_TOOL) $(if $(filter 1,$(RELEASE_SKIP_VULNCHECK)),,$(GOVULNCHECK))
+	$(RELEASE_ENV) hack/release.sh $(VERSION)
+
+.PHONY: release-push
+release-push: $(HELM_DIR)/helm $(RELEASE_TOOL) ## Push dist/ (images, their SBOMs, the chart by helm OCI) to REGISTRY=host:port/prefix
+	$(RELEASE_ENV) hack/release-push.sh $(VERSION) $(REGISTRY)
+
+.PHONY: release-check
+release-check: $(HELM_DIR)/helm $(RELEASE_TOOL) ## make release-push of dist/ to a registry on 127.0.0.1, then helm pull/template from it: images pinned, digests resolve (with KUBECONFIG: server-side dry-run); the release's refusals
+	$(RELEASE_ENV) KUBECTL=$(TESTBED)/kubectl hack/release-check.sh $(VERSION)
 
 .PHONY: help
 help: ## List the targets
@@ -165,7 +185,7 @@ verify: ## gofmt, go vet, go mod tidy unchanged, every module builds with GOWORK
 			echo "go mod tidy changes $$m"; exit 1; fi; \
 		rm $$m/go.mod.orig $$m/go.sum.orig; \
 	done
-	@for m in $(MODULES); do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
+	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
 	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
 	@$(MAKE) --no-print-directory vulncheck
 	@echo "verify: ok"
@@ -177,7 +197,7 @@ vulncheck: $(GOVULNCHECK) ## govulncheck every module against $$GOVULNDB, else .
 
 .PHONY: unit
 unit: testbed-bins ## Unit and integration tests of every module (integration runs envtest on bin/testbed)
-	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
+	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 
 .PHONY: e2e
 e2e: testbed-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set); the kind suite is make e2e-kind

@@ -147,6 +147,7 @@ done <<'EOF'
 - "--kube-api-qps=20"|--set podgroups.extraArgs[0]=--kube-api-qps=20
 image: ghcr.io/jobset-addons/resourceclaims:0.1.0|
 image: example.com/rc:dev|--set resourceclaims.image.repository=example.com/rc --set resourceclaims.image.tag=dev
+image: example.com/rc:v0.2.0@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|--set resourceclaims.image.repository=example.com/rc --set resourceclaims.image.tag=v0.2.0 --set resourceclaims.image.digest=sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 imagePullPolicy: Always|--set podgroups.image.pullPolicy=Always
 replicas: 2|--set sequencer.replicas=2
 priorityClassName: system-cluster-critical|--set priorityClassName=system-cluster-critical
@@ -191,6 +192,8 @@ done <<'EOF'
 --set unknown=true
 --set leaderElection.unknown=true
 --set volumeclaims.image.registry=ghcr.io
+--set volumeclaims.image.digest=latest
+--set volumeclaims.image.digest=sha256:ABC
 --set imagePullSecrets[0].secret=regcred
 --set volumeclaims.extraArgs[0]=1
 --set volumeclaims.nodeSelector.zone=1

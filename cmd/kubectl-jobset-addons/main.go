@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 )
 
 func main() {
@@ -26,6 +28,7 @@ func main() {
 }
 
 const usage = `usage: kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
+       kubectl jobset-addons --version
 
 Prints what the jobset-addons controllers did to one JobSet: its PVCs (volumeclaims), its
 ResourceClaims (resourceclaims), its stages and gated pods (sequencer), its PodGroups
@@ -39,7 +42,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	kubeContext := fs.String("context", "", "kubeconfig context")
 	events := fs.Int("events", 10, "how many of the JobSet's last Events to print")
 	timeout := fs.Duration("request-timeout", 30*time.Second, "time limit of the whole command")
+	showVersion := fs.Bool("version", false, "print the plugin's version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(out, "kubectl-jobset_addons", version.String())
 		return err
 	}
 	if fs.NArg() != 2 || fs.Arg(0) != "status" {

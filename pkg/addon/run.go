@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -29,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 )
 
 // Options is what a controller binary declares about itself.
@@ -58,6 +61,9 @@ type Options struct {
 
 func (o Options) webhooks() bool { return o.MutatingWebhooks || o.ValidatingWebhooks }
 
+// stdout is where --version prints; tests replace it.
+var stdout io.Writer = os.Stdout
+
 // Main runs the controller until SIGTERM or SIGINT and exits the process.
 func Main(opts Options) {
 	if err := Run(ctrl.SetupSignalHandler(), opts, os.Args[1:], nil); err != nil {
@@ -77,10 +83,15 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	fs := pflag.NewFlagSet(opts.Name, pflag.ContinueOnError)
 	cfg.bindFlags(fs, opts.Name, gates, opts.QPS, opts.Burst)
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; empty = $KUBECONFIG or in-cluster")
+	showVersion := fs.Bool("version", false, "Print the version and exit")
 	if opts.Flags != nil {
 		opts.Flags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintf(stdout, "%s %s\n", opts.Name, version.String())
 		return err
 	}
 	if err := cfg.validate(); err != nil {
@@ -93,6 +104,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	log = log.WithName(opts.Name)
+	log.Info("Starting", "version", version.String())
 
 	if restCfg == nil {
 		if restCfg, err = loadRESTConfig(*kubeconfig); err != nil {

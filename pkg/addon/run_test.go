@@ -1,9 +1,13 @@
 package addon
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 )
 
 func TestRunRefusesBadFlags(t *testing.T) {
@@ -28,5 +32,18 @@ func TestRunRefusesBadFlags(t *testing.T) {
 				t.Errorf("Run(%v) = %v, want an error naming %s", tc.args, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	defer func(w io.Writer) { stdout = w }(stdout)
+	var out bytes.Buffer
+	stdout = &out
+	// No cluster: --version must answer before any configuration is loaded.
+	if err := Run(context.Background(), Options{Name: "test"}, []string{"--version"}, nil); err != nil {
+		t.Fatalf("Run(--version) = %v", err)
+	}
+	if got, want := out.String(), "test "+version.String()+"\n"; got != want {
+		t.Errorf("--version printed %q, want %q", got, want)
 	}
 }

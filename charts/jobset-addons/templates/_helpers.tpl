@@ -111,7 +111,7 @@ labels:
 {{- end }}
 
 {{- define "jobset-addons.image" -}}
-{{ .values.image.repository }}:{{ .values.image.tag | default .root.Chart.AppVersion }}
+{{ .values.image.repository }}:{{ .values.image.tag | default .root.Chart.AppVersion }}{{ with .values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/* --feature-gates value, sorted by gate name; empty when no gate is set. */}}

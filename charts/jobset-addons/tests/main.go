@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,10 @@ import (
 )
 
 const namespace = "jobset-addons-system"
+
+// imageRE is what every controller image must be: a tag always (the chart's appVersion when
+// none is set), and a digest too when values.yaml pins one (a released chart pins all).
+var imageRE = regexp.MustCompile(`^[a-z0-9.:/_-]+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[0-9a-f]{64})?$`)
 
 var controllers = []string{"volumeclaims", "resourceclaims", "sequencer", "podgroups"}
 
@@ -492,6 +497,9 @@ func (c *checker) checkDeployment(d doc, dep *appsv1.Deployment, want combo, doc
 	}
 	ctr := pod.Containers[0]
 	where := fmt.Sprintf("%s container %s", d, ctr.Name)
+	if !imageRE.MatchString(ctr.Image) {
+		c.errorf("%s: image %q is not repository:tag or repository:tag@sha256:<64 hex>", where, ctr.Image)
+	}
 
 	// Security: the container's own securityContext, or the pod's where the container says nothing.
 	psc := pod.SecurityContext
