@@ -72,6 +72,6 @@ func FuzzParseWaitFor(f *testing.F) {
 }
 
 func FuzzParseScheduler(f *testing.F) {
-	fuzzParser(f, []string{"volcano", "coscheduling", "Volcano", ""},
+	fuzzParser(f, []string{"volcano", "coscheduling", "kubernetes", "Volcano", ""},
 		ParseScheduler, func(s Scheduler) (string, error) { return string(s), nil })
 }

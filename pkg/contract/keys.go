@@ -176,7 +176,8 @@ const (
 // podgroups.
 const (
 	// SchedulerAnnotationKey is a JobSet annotation, written by the user: which gang scheduler's
-	// PodGroup to create (SchedulerVolcano or SchedulerCoscheduling). Parse it with ParseScheduler.
+	// PodGroup to create (SchedulerVolcano, SchedulerCoscheduling or SchedulerKubernetes). Parse it
+	// with ParseScheduler.
 	SchedulerAnnotationKey = "podgroups." + Domain + "/scheduler"
 
 	// VolcanoQueueNameAnnotationKey is Volcano's own key, reused as a JobSet annotation written by
@@ -206,9 +207,10 @@ const (
 	// JobSet, written by it: the stage index (decimal) the PodGroup gangs.
 	PodGroupStageLabelKey = "podgroups." + Domain + "/stage"
 
-	// PodGroupSpecHashAnnotationKey is an annotation on every PodGroup created by podgroups,
-	// written by it: a hash of the spec it last wrote, so that it updates a PodGroup only when
-	// the JobSet's demand changed (and not forever when a PodGroup CRD drops a field it does
-	// not know, such as Volcano v1.10's without networkTopology).
+	// PodGroupSpecHashAnnotationKey is an annotation on every PodGroup (and, for
+	// SchedulerKubernetes, Workload) created by podgroups, written by it: a hash of the spec it
+	// last wrote, so that it updates one only when the JobSet's demand changed (and not forever
+	// when a PodGroup CRD drops a field it does not know, such as Volcano v1.10's without
+	// networkTopology, or the apiserver adds one, such as the priority it resolves).
 	PodGroupSpecHashAnnotationKey = "podgroups." + Domain + "/spec-hash"
 )

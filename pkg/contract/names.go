@@ -93,6 +93,23 @@ func PodGroupName(jobSet string) (string, error) {
 	return checkName("PodGroup", jobSet)
 }
 
+// WorkloadName is the name of the Workload (scheduling.k8s.io) of a JobSet gang-scheduled by
+// SchedulerKubernetes: <jobset>. It holds one PodGroup template per gang (see
+// PodGroupTemplateName).
+func WorkloadName(jobSet string) (string, error) {
+	return checkName("Workload", jobSet)
+}
+
+// PodGroupTemplateName is the name of stage i's PodGroup template in the JobSet's Workload:
+// stage-<i> (stage-0 for a JobSet that is not sequenced).
+func PodGroupTemplateName(stage int) (string, error) {
+	const object = "PodGroup template"
+	if err := checkIndex(object, "stage", stage); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("stage-%d", stage), nil
+}
+
 // StagePodGroupName is the name of the PodGroup of stage i (see Stages) of a sequenced JobSet:
 // <jobset>-stage-<i>.
 func StagePodGroupName(jobSet string, stage int) (string, error) {

@@ -81,6 +81,22 @@ func TestNames(t *testing.T) {
 			build:      func() (string, error) { return StagePodGroupName(long(246), 0) },
 			wantObject: "stage PodGroup",
 		},
+		"Workload": {
+			build: func() (string, error) { return WorkloadName("fine-tune-llm") },
+			want:  "fine-tune-llm",
+		},
+		"Workload, not a name": {
+			build:      func() (string, error) { return WorkloadName("Fine_Tune") },
+			wantObject: "Workload",
+		},
+		"PodGroup template": {
+			build: func() (string, error) { return PodGroupTemplateName(7) },
+			want:  "stage-7",
+		},
+		"PodGroup template, negative stage": {
+			build:      func() (string, error) { return PodGroupTemplateName(-1) },
+			wantObject: "PodGroup template",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

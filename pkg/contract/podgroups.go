@@ -17,12 +17,16 @@ const (
 	// SchedulerCoscheduling creates a scheduler-plugins coscheduling PodGroup
 	// (scheduling.x-k8s.io/v1alpha1) and names it in the pods' CoschedulingPodGroupLabelKey label.
 	SchedulerCoscheduling Scheduler = "coscheduling"
+	// SchedulerKubernetes creates Kubernetes' own Workload (WorkloadName) and PodGroups
+	// (scheduling.k8s.io/v1beta1, feature gate GenericWorkload), gang-scheduled by kube-scheduler
+	// itself, and names the PodGroup in the pods' spec.schedulingGroup.podGroupName.
+	SchedulerKubernetes Scheduler = "kubernetes"
 )
 
-var schedulers = []Scheduler{SchedulerVolcano, SchedulerCoscheduling}
+var schedulers = []Scheduler{SchedulerVolcano, SchedulerCoscheduling, SchedulerKubernetes}
 
-// ParseScheduler parses the value of the SchedulerAnnotationKey annotation: volcano or
-// coscheduling. The empty value is refused.
+// ParseScheduler parses the value of the SchedulerAnnotationKey annotation: volcano,
+// coscheduling or kubernetes. The empty value is refused.
 func ParseScheduler(value string, path *field.Path) (Scheduler, field.ErrorList) {
 	return parseEnum(value, path, schedulers, nil)
 }

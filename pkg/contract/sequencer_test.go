@@ -66,6 +66,13 @@ func TestParseEnums(t *testing.T) {
 			},
 			want: "coscheduling",
 		},
+		"scheduler kubernetes": {
+			parse: func() (string, int) {
+				v, errs := ParseScheduler("kubernetes", JobSetAnnotationPath(SchedulerAnnotationKey))
+				return string(v), len(errs)
+			},
+			want: "kubernetes",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
