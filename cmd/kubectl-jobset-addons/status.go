@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,7 +211,8 @@ func stages(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alpha
 	return nil
 }
 
-// podGroups prints the JobSet's PodGroups of both kinds that the cluster serves.
+// podGroups prints the JobSet's PodGroups of the kinds that the cluster serves (Volcano's,
+// coscheduling's, Kubernetes' own; for the last, MINMEMBER is the gang's minCount).
 func podGroups(ctx context.Context, c client.Client, w io.Writer, ns string, of client.MatchingLabels) error {
 	type pg struct {
 		kind, name, stage, phase string
@@ -219,26 +221,50 @@ func podGroups(ctx context.Context, c client.Client, w io.Writer, ns string, of 
 	var all []pg
 	served := 0
 	opts := []client.ListOption{client.InNamespace(ns), of, client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}}
-	var vl volcanov1beta1.PodGroupList
-	switch err := c.List(ctx, &vl, opts...); {
-	case apimeta.IsNoMatchError(err):
-	case err != nil:
-		return err
-	default:
+	// list lists one kind into l, and tells whether the cluster serves it.
+	list := func(l client.ObjectList) (bool, error) {
+		switch err := c.List(ctx, l, opts...); {
+		case apimeta.IsNoMatchError(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
 		served++
+		return true, nil
+	}
+	var vl volcanov1beta1.PodGroupList
+	if ok, err := list(&vl); err != nil {
+		return err
+	} else if ok {
 		for _, p := range vl.Items {
 			all = append(all, pg{"volcano", p.Name, p.Labels[contract.PodGroupStageLabelKey], string(p.Status.Phase), p.Spec.MinMember})
 		}
 	}
 	var cl coschedv1alpha1.PodGroupList
-	switch err := c.List(ctx, &cl, opts...); {
-	case apimeta.IsNoMatchError(err):
-	case err != nil:
+	if ok, err := list(&cl); err != nil {
 		return err
-	default:
-		served++
+	} else if ok {
 		for _, p := range cl.Items {
 			all = append(all, pg{"coscheduling", p.Name, p.Labels[contract.PodGroupStageLabelKey], string(p.Status.Phase), p.Spec.MinMember})
+		}
+	}
+	var kl schedulingv1beta1.PodGroupList
+	if ok, err := list(&kl); err != nil {
+		return err
+	} else if ok {
+		for _, p := range kl.Items {
+			var minCount int32
+			if g := p.Spec.SchedulingPolicy.Gang; g != nil {
+				minCount = g.MinCount
+			}
+			phase := ""
+			if cond := apimeta.FindStatusCondition(p.Status.Conditions, "PodGroupInitiallyScheduled"); cond != nil {
+				phase = "Scheduled"
+				if cond.Status != metav1.ConditionTrue {
+					phase = cond.Reason
+				}
+			}
+			all = append(all, pg{"kubernetes", p.Name, p.Labels[contract.PodGroupStageLabelKey], phase, minCount})
 		}
 	}
 	if served == 0 {

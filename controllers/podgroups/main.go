@@ -1,6 +1,7 @@
 // Command podgroups is the jobset-addons podgroups controller: gang scheduling for JobSets
-// through a Volcano PodGroup or a scheduler-plugins coscheduling PodGroup, one gang for the
-// whole JobSet or one per sequenced stage.
+// through a Volcano PodGroup, a scheduler-plugins coscheduling PodGroup, or Kubernetes' own
+// Workload and PodGroup (kube-scheduler alone), one gang for the whole JobSet or one per
+// sequenced stage.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,11 +50,13 @@ func main() {
 		QPS:         200,
 		Burst:       400,
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme},
-		// Only JobSets' Jobs and our own PodGroups are cached.
+		// Only JobSets' Jobs and our own PodGroups and Workloads are cached.
 		Cache: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:              {Label: labels.NewSelector().Add(*jobsOfJobSets)},
-			&volcanov1beta1.PodGroup{}:  addon.ManagedBy(contract.PodGroupsManagedByValue),
-			&coschedv1alpha1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&batchv1.Job{}:                {Label: labels.NewSelector().Add(*jobsOfJobSets)},
+			&volcanov1beta1.PodGroup{}:    addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&coschedv1alpha1.PodGroup{}:   addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&schedulingv1beta1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&schedulingv1beta1.Workload{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
@@ -94,28 +98,32 @@ func main() {
 	})
 }
 
-// installedBackends are the backends whose PodGroup CRD the apiserver serves now. A backend
-// that is not installed is not watched (a watch on a kind that is not served fails the
-// controller's start); JobSets asking for it are refused at admission.
+// installedBackends are the backends whose kinds (PodGroup CRD; for kubernetes, the Workload
+// API of scheduling.k8s.io/v1beta1) the apiserver serves now. A backend that is not installed
+// is not watched (a watch on a kind that is not served fails the controller's start); JobSets
+// asking for it are refused at admission.
 func installedBackends(mgr ctrl.Manager) (map[contract.Scheduler]*controller.Backend, error) {
 	installed := map[contract.Scheduler]*controller.Backend{}
 	var missing []string
+backends:
 	for s, b := range controller.Backends {
-		gvk := b.GroupVersionKind
-		_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case err == nil:
-			installed[s] = b
-		case apimeta.IsNoMatchError(err):
-			missing = append(missing, fmt.Sprintf("%s (%s)", s, gvk.GroupVersion()))
-		default:
-			return nil, fmt.Errorf("looking up the %s PodGroup kind: %w", s, err)
+		for _, gvk := range b.Kinds() {
+			_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+			switch {
+			case err == nil:
+			case apimeta.IsNoMatchError(err):
+				missing = append(missing, fmt.Sprintf("%s (%s %s)", s, gvk.GroupVersion(), gvk.Kind))
+				continue backends
+			default:
+				return nil, fmt.Errorf("looking up the %s %s kind: %w", s, gvk.Kind, err)
+			}
 		}
+		installed[s] = b
 	}
 	log := mgr.GetLogger().WithName("podgroups")
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		log.Info("PodGroup CRDs not served: JobSets asking for these schedulers are refused until they are installed and the controller restarted", "missing", strings.Join(missing, ", "))
+		log.Info("PodGroup kinds not served: JobSets asking for these schedulers are refused until they are installed (kubernetes: the GenericWorkload gate and scheduling.k8s.io/v1beta1) and the controller restarted", "missing", strings.Join(missing, ", "))
 	}
 	if len(installed) == 0 {
 		log.Info("No PodGroup CRD is served: every JobSet asking for gang scheduling is refused")

@@ -225,6 +225,9 @@ podgroups:
   - apiGroups: ["scheduling.k8s.io"]
     resources: ["priorityclasses"]
     verbs: ["get", "list", "watch"]
+  - apiGroups: ["scheduling.k8s.io"]
+    resources: ["workloads", "podgroups"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
 {{- end }}
 
 {{/* A controller's ClusterRole rules: the common ones, then its own, as a YAML list. */}}

@@ -51,6 +51,8 @@ var allowlist = func() map[string][]string {
 		"podgroups": slices.Concat(
 			crud("scheduling.volcano.sh/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.x-k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
+			crud("scheduling.k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
+			crud("scheduling.k8s.io/workloads", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/priorityclasses", "get", "list", "watch")),
 	}
 	out := map[string][]string{}

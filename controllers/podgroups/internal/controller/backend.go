@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"maps"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -23,24 +24,37 @@ type Backend struct {
 	Scheduler contract.Scheduler
 	// GroupVersionKind of its PodGroup.
 	GroupVersionKind schema.GroupVersionKind
+	// Workload, when set, is the kind of the one object the backend makes per JobSet, before
+	// its PodGroups, which they refer to (the kubernetes backend's Workload). Its apiserver must
+	// serve it too. buildWorkload, newWorkload and adoptWorkload are then set.
+	Workload *schema.GroupVersionKind
+	// buildWorkload builds it for every gang of the JobSet, each with its priority class.
+	buildWorkload func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (client.Object, error)
+	// newWorkload is an empty one.
+	newWorkload func() client.Object
+	// adoptWorkload is adopt for it.
+	adoptWorkload func(have, want client.Object)
 	// New is an empty PodGroup.
 	New func() client.Object
 	// spec builds the PodGroup spec of a gang.
-	spec func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any
+	spec func(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any
 	// setSpec copies a spec built by spec into a PodGroup.
 	setSpec func(client.Object, any)
+	// adopt copies into a PodGroup of ours on the server (have) what want, built by Build, says
+	// and the API lets change, keeping the rest of have.
+	adopt func(have, want client.Object)
 	// droppedTopology tells whether a PodGroup, as the apiserver returned it, lost the
 	// networkTopology it was sent with (a CRD that does not know the field prunes it).
 	droppedTopology func(client.Object) bool
 }
 
-// Backends are the two gang schedulers podgroups drives.
+// Backends are the three gang schedulers podgroups drives.
 var Backends = map[contract.Scheduler]*Backend{
 	contract.SchedulerVolcano: {
 		Scheduler:        contract.SchedulerVolcano,
 		GroupVersionKind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"),
 		New:              func() client.Object { return &volcanov1beta1.PodGroup{} },
-		spec: func(g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any {
+		spec: func(_ *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) any {
 			spec := volcanov1beta1.PodGroupSpec{
 				MinMember:         g.MinMember,
 				Queue:             s.Queue,
@@ -61,6 +75,10 @@ var Backends = map[contract.Scheduler]*Backend{
 		setSpec: func(o client.Object, spec any) {
 			o.(*volcanov1beta1.PodGroup).Spec = spec.(volcanov1beta1.PodGroupSpec)
 		},
+		adopt: func(have, want client.Object) {
+			adoptMeta(have, want)
+			have.(*volcanov1beta1.PodGroup).Spec = want.(*volcanov1beta1.PodGroup).Spec
+		},
 		droppedTopology: func(o client.Object) bool {
 			return o.(*volcanov1beta1.PodGroup).Spec.NetworkTopology == nil
 		},
@@ -69,7 +87,7 @@ var Backends = map[contract.Scheduler]*Backend{
 		Scheduler:        contract.SchedulerCoscheduling,
 		GroupVersionKind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"),
 		New:              func() client.Object { return &coschedv1alpha1.PodGroup{} },
-		spec: func(g gang.Gang, s gang.Settings, _, _ string) any {
+		spec: func(_ *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, _, _ string) any {
 			return coschedv1alpha1.PodGroupSpec{
 				MinMember:              g.MinMember,
 				MinResources:           g.MinResources,
@@ -79,18 +97,45 @@ var Backends = map[contract.Scheduler]*Backend{
 		setSpec: func(o client.Object, spec any) {
 			o.(*coschedv1alpha1.PodGroup).Spec = spec.(coschedv1alpha1.PodGroupSpec)
 		},
+		adopt: func(have, want client.Object) {
+			adoptMeta(have, want)
+			have.(*coschedv1alpha1.PodGroup).Spec = want.(*coschedv1alpha1.PodGroup).Spec
+		},
 		droppedTopology: func(client.Object) bool { return false },
 	},
+	contract.SchedulerKubernetes: {
+		Scheduler:        contract.SchedulerKubernetes,
+		GroupVersionKind: schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"),
+		Workload:         ptr.To(schedulingv1beta1.SchemeGroupVersion.WithKind("Workload")),
+		buildWorkload: func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (client.Object, error) {
+			return NativeWorkload(js, gangs, priorityClass)
+		},
+		newWorkload:   func() client.Object { return &schedulingv1beta1.Workload{} },
+		adoptWorkload: adoptNativeWorkload,
+		New:           func() client.Object { return &schedulingv1beta1.PodGroup{} },
+		spec: func(js *jobsetv1alpha2.JobSet, g gang.Gang, _ gang.Settings, priorityClass, _ string) any {
+			return nativePodGroupSpec(js, g, priorityClass)
+		},
+		setSpec: func(o client.Object, spec any) {
+			o.(*schedulingv1beta1.PodGroup).Spec = spec.(schedulingv1beta1.PodGroupSpec)
+		},
+		adopt:           adoptNativePodGroup,
+		droppedTopology: func(client.Object) bool { return false },
+	},
+}
+
+// Kinds are the kinds the backend writes: its PodGroup, and its Workload if it has one.
+func (b *Backend) Kinds() []schema.GroupVersionKind {
+	if b.Workload != nil {
+		return []schema.GroupVersionKind{*b.Workload, b.GroupVersionKind}
+	}
+	return []schema.GroupVersionKind{b.GroupVersionKind}
 }
 
 // Meta is an empty PodGroup's metadata, the form in which the cache holds ours: the reconciler
 // reads only their names, labels, spec hash and owners, and decoding whole PodGroups (with the
 // scheduler's status) on every watch event costs the controller and the API server CPU.
-func (b *Backend) Meta() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(b.GroupVersionKind)
-	return m
-}
+func (b *Backend) Meta() *metav1.PartialObjectMetadata { return meta(b.GroupVersionKind) }
 
 // MetaList is an empty list of PodGroups' metadata.
 func (b *Backend) MetaList() *metav1.PartialObjectMetadataList {
@@ -99,17 +144,26 @@ func (b *Backend) MetaList() *metav1.PartialObjectMetadataList {
 	return l
 }
 
+// MetaKinds are empty metadata of every kind the backend writes, as the cache holds them.
+func (b *Backend) MetaKinds() []client.Object {
+	var objs []client.Object
+	for _, gvk := range b.Kinds() {
+		objs = append(objs, meta(gvk))
+	}
+	return objs
+}
+
+func meta(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
 // Build is the PodGroup of a gang: its spec, the add-on's labels, the hash of both, and the
 // JobSet as controller owner.
 func (b *Backend) Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) client.Object {
-	spec := b.spec(g, s, priorityClass, defaultQueue)
-	labels := map[string]string{
-		contract.ManagedByLabelKey:  contract.PodGroupsManagedByValue,
-		contract.JobSetNameLabelKey: js.Name,
-	}
-	if g.Sequenced {
-		labels[contract.PodGroupStageLabelKey] = gang.StageLabel(g.Stage.Index)
-	}
+	spec := b.spec(js, g, s, priorityClass, defaultQueue)
+	labels := ourLabels(js, &g)
 	pg := b.New()
 	pg.SetName(g.Name)
 	pg.SetNamespace(js.Namespace)
@@ -120,9 +174,26 @@ func (b *Backend) Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings,
 	return pg
 }
 
-// Adopt copies into have (a PodGroup of ours on the server) the spec, labels and hash of want,
-// keeping everything else of have (status, others' labels and annotations).
-func (b *Backend) Adopt(have, want client.Object) {
+// ourLabels are the labels of what podgroups makes for the JobSet: managed-by, the JobSet's
+// name, and, on a sequenced JobSet's PodGroup, the stage.
+func ourLabels(js *jobsetv1alpha2.JobSet, g *gang.Gang) map[string]string {
+	labels := map[string]string{
+		contract.ManagedByLabelKey:  contract.PodGroupsManagedByValue,
+		contract.JobSetNameLabelKey: js.Name,
+	}
+	if g != nil && g.Sequenced {
+		labels[contract.PodGroupStageLabelKey] = gang.StageLabel(g.Stage.Index)
+	}
+	return labels
+}
+
+// Adopt copies into have (a PodGroup of ours on the server) the spec (what of it may change),
+// labels and hash of want, keeping everything else of have (status, others' labels and
+// annotations).
+func (b *Backend) Adopt(have, want client.Object) { b.adopt(have, want) }
+
+// adoptMeta copies want's labels and annotations into have, keeping have's others.
+func adoptMeta(have, want client.Object) {
 	labels := maps.Clone(have.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}
@@ -135,12 +206,6 @@ func (b *Backend) Adopt(have, want client.Object) {
 	}
 	maps.Copy(ann, want.GetAnnotations())
 	have.SetAnnotations(ann)
-	switch w := want.(type) {
-	case *volcanov1beta1.PodGroup:
-		have.(*volcanov1beta1.PodGroup).Spec = w.Spec
-	case *coschedv1alpha1.PodGroup:
-		have.(*coschedv1alpha1.PodGroup).Spec = w.Spec
-	}
 }
 
 // Ours tells whether a PodGroup on the server is one podgroups made for this JobSet: our

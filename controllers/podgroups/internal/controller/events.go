@@ -15,6 +15,16 @@ const (
 	// ReasonNameTaken: a PodGroup of the gang's name exists and is not ours; it is left alone
 	// and the gang's pods will be scheduled against it.
 	ReasonNameTaken = "PodGroupNameTaken"
+	// ReasonWorkloadCreated: the Workload (scheduling.k8s.io) of a JobSet gang-scheduled by
+	// kube-scheduler was created, with one PodGroup template per gang.
+	ReasonWorkloadCreated = "WorkloadCreated"
+	// ReasonWorkloadUpdated: its templates' minCount followed a change of the JobSet.
+	ReasonWorkloadUpdated = "WorkloadUpdated"
+	// ReasonWorkloadDeleted: it was deleted because its JobSet finished (after its PodGroups).
+	ReasonWorkloadDeleted = "WorkloadDeleted"
+	// ReasonWorkloadNameTaken: a Workload of the JobSet's name exists and is not ours; it is left
+	// alone and no PodGroup is made.
+	ReasonWorkloadNameTaken = "WorkloadNameTaken"
 	// ReasonNetworkTopologyDropped: the PodGroup CRD installed does not know
 	// spec.networkTopology and dropped it (Volcano before network topology support).
 	ReasonNetworkTopologyDropped = "NetworkTopologyDropped"

@@ -9,7 +9,7 @@ import (
 var (
 	podGroupsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_podgroups_created_total",
-		Help: "PodGroups created, by scheduler (volcano, coscheduling).",
+		Help: "PodGroups created, by scheduler (volcano, coscheduling, kubernetes).",
 	}, []string{"scheduler"})
 	podGroupsUpdated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_podgroups_updated_total",
@@ -19,6 +19,10 @@ var (
 		Name: "jobset_addons_podgroups_deleted_total",
 		Help: "PodGroups deleted because their JobSet or stage finished, by scheduler.",
 	}, []string{"scheduler"})
+	workloadsWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_podgroups_workloads_total",
+		Help: "Workloads (scheduling.k8s.io, scheduler kubernetes) written, by action (created, updated, deleted).",
+	}, []string{"action"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_podgroups_errors_total",
 		Help: "Errors, by reason (list, create, update, delete, invalid, not-admitted, not-installed, name-taken).",
@@ -31,11 +35,14 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podGroupsCreated, podGroupsUpdated, podGroupsDeleted, reconcileErrors, reconcileDuration)
+	metrics.Registry.MustRegister(podGroupsCreated, podGroupsUpdated, podGroupsDeleted, workloadsWritten, reconcileErrors, reconcileDuration)
 	// Every series from the start, at 0, so that a rate() over them works before the first event.
-	for _, s := range []string{"volcano", "coscheduling"} {
+	for _, s := range []string{"volcano", "coscheduling", "kubernetes"} {
 		for _, c := range []*prometheus.CounterVec{podGroupsCreated, podGroupsUpdated, podGroupsDeleted} {
 			c.WithLabelValues(s)
 		}
+	}
+	for _, a := range []string{"created", "updated", "deleted"} {
+		workloadsWritten.WithLabelValues(a)
 	}
 }

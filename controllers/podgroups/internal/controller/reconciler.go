@@ -54,8 +54,9 @@ type Reconciler struct {
 	Installed map[contract.Scheduler]*Backend
 	// DefaultQueue is the Volcano queue of a JobSet that names none.
 	DefaultQueue string
-	// made holds the PodGroups created that the cache does not show yet.
-	made *addon.Made
+	// made holds the PodGroups created that the cache does not show yet; madeWorkloads the
+	// same for Workloads (a Workload and a PodGroup may share a name).
+	made, madeWorkloads *addon.Made
 
 	warned addon.Told
 }
@@ -64,7 +65,7 @@ type Reconciler struct {
 func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.Scheduler]*Backend) error {
 	objs := []client.Object{&batchv1.Job{}}
 	for _, b := range installed {
-		objs = append(objs, b.Meta())
+		objs = append(objs, b.MetaKinds()...)
 	}
 	for _, o := range objs {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
@@ -78,12 +79,18 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.S
 // Jobs (a stage's Jobs finishing ends its PodGroup; upstream dependsOn creating a later stage's
 // Jobs starts it) and for our PodGroups (one deleted by hand is made again).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	var kinds []client.Object
+	var kinds, workloads []client.Object
 	for _, b := range r.Installed {
 		kinds = append(kinds, b.Meta())
+		if b.Workload != nil {
+			workloads = append(workloads, meta(*b.Workload))
+		}
 	}
 	var err error
 	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), kinds...); err != nil {
+		return err
+	}
+	if r.madeWorkloads, err = addon.ObserveMade(ctx, mgr.GetCache(), workloads...); err != nil {
 		return err
 	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -96,7 +103,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
-		b = b.Owns(r.Installed[s].Meta(), builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
+		for _, kind := range r.Installed[s].MetaKinds() {
+			b = b.Owns(kind, builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
+		}
 	}
 	return b.Complete(r)
 }
@@ -181,6 +190,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	var errList []error
 	waiting := false
+	if b.Workload != nil && len(want) > 0 {
+		// The Workload first: the PodGroups refer to it.
+		ok, pending, err := r.ensureWorkload(ctx, js, b, gangs)
+		waiting = pending
+		if err != nil || !ok {
+			if err != nil {
+				r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
+			}
+			return ctrl.Result{}, err
+		}
+	}
 	for _, g := range want {
 		if have[g.Name] == nil && r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
 			// Created by this process, not in the cache yet: its arrival brings the next
@@ -192,7 +212,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		delete(have, g.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(have)) {
-		if err := r.delete(ctx, js, b, have[name], why[name]); err != nil {
+		if err := r.deletePodGroup(ctx, js, b, have[name], why[name]); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if b.Workload != nil && jobsets.Finished(js) && len(errList) == 0 {
+		// Its PodGroups gone, the Workload of a finished JobSet goes too.
+		if err := r.deleteWorkload(ctx, js, b); err != nil {
 			errList = append(errList, err)
 		}
 	}
@@ -275,65 +301,131 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 	return want, why, nil
 }
 
+// written says what write did.
+type written int
+
+const (
+	unchanged written = iota
+	created
+	updated
+	notOurs
+)
+
+// write creates want, or, when have (ours: its metadata from the cache, or nil) carries another
+// spec hash than want, brings it to want through adopt, starting from the whole object as the
+// apiserver has it. kind names the object in errors; made remembers what it created.
+func (r *Reconciler) write(ctx context.Context, js *jobsetv1alpha2.JobSet, kind string, made *addon.Made, want, have client.Object,
+	newObj func() client.Object, adopt func(have, want client.Object)) (written, client.Object, error) {
+	wantHash := want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
+	if have == nil {
+		err := r.Client.Create(ctx, want)
+		if err == nil {
+			made.Created(want)
+			return created, want, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			reconcileErrors.WithLabelValues("create").Inc()
+			return unchanged, nil, fmt.Errorf("creating %s %s: %w", kind, want.GetName(), err)
+		}
+		// Ours and not in the cache yet, or someone else's.
+		have = newObj()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+			return unchanged, nil, client.IgnoreNotFound(err)
+		}
+		if !Ours(have, js) {
+			return notOurs, have, nil
+		}
+	}
+	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+		return unchanged, have, nil
+	}
+	if _, meta := have.(*metav1.PartialObjectMetadata); meta {
+		// The cache holds metadata only: the update starts from the whole object as it is.
+		have = newObj()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+			return unchanged, nil, client.IgnoreNotFound(err) // deleted meanwhile: the delete event brings us back
+		}
+		if !Ours(have, js) || have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+			return unchanged, have, nil // changed meanwhile: its event brings us back
+		}
+	}
+	patchBase := have.DeepCopyObject().(client.Object)
+	adopt(have, want)
+	if err := r.Client.Patch(ctx, have, client.MergeFrom(patchBase)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return unchanged, nil, nil // deleted meanwhile: the delete event brings us back
+		}
+		reconcileErrors.WithLabelValues("update").Inc()
+		return unchanged, nil, fmt.Errorf("updating %s %s: %w", kind, want.GetName(), err)
+	}
+	return updated, have, nil
+}
+
 // ensure creates the gang's PodGroup, or updates ours when the demand changed. have is the
 // metadata of ours, from the cache, or nil.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, g gang.Gang, s gang.Settings, have client.Object) error {
 	pc, _ := g.PriorityClass(r)
 	want := b.Build(js, g, s, pc, r.DefaultQueue)
-	wantHash := want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
-	if have == nil {
-		err := r.Client.Create(ctx, want)
-		if err == nil {
-			r.made.Created(want)
-			podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
-			ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
-			r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonCreated, actionCreate,
-				"Created %s PodGroup %s: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
-			r.checkTopology(js, b, s, want)
-			return nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			reconcileErrors.WithLabelValues("create").Inc()
-			return fmt.Errorf("creating PodGroup %s: %w", g.Name, err)
-		}
-		// Ours and not in the cache yet, or someone else's.
-		have = b.New()
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if !Ours(have, js) {
-			r.warnOnce(js, ReasonNameTaken, "name-taken",
-				"PodGroup %s exists and is not one podgroups made for this JobSet: it is left alone, and the pods that name it are scheduled against it", g.Name)
-			return nil
-		}
+	did, got, err := r.write(ctx, js, "PodGroup", r.made, want, have, b.New, b.Adopt)
+	switch did {
+	case created:
+		podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
+		ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
+			"Created %s PodGroup %s: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
+		r.checkTopology(js, b, s, got)
+	case updated:
+		podGroupsUpdated.WithLabelValues(string(b.Scheduler)).Inc()
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
+			"Updated %s PodGroup %s to the JobSet's demand: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
+		r.checkTopology(js, b, s, got)
+	case notOurs:
+		r.warnOnce(js, ReasonNameTaken, "name-taken",
+			"PodGroup %s exists and is not one podgroups made for this JobSet: it is left alone, and the pods that name it are scheduled against it", g.Name)
 	}
-	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
-		return nil
+	return err
+}
+
+// ensureWorkload creates the JobSet's Workload, with a template for every gang, or updates
+// ours when a gang's demand changed. ok is false when the PodGroups must not be made: the
+// Workload of that name is not ours. pending is true when this process made it and the cache
+// does not show it yet.
+func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, gangs []gang.Gang) (ok, pending bool, err error) {
+	want, err := b.buildWorkload(js, gangs, func(g gang.Gang) string { pc, _ := g.PriorityClass(r); return pc })
+	if err != nil {
+		return false, false, err
 	}
-	if _, meta := have.(*metav1.PartialObjectMetadata); meta {
-		// The cache holds metadata only: the update starts from the whole PodGroup as it is.
-		have = b.New()
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-			return client.IgnoreNotFound(err) // deleted meanwhile: the delete event brings us back
+	key := client.ObjectKeyFromObject(want)
+	var have client.Object = meta(*b.Workload)
+	if err := r.Client.Get(ctx, key, have); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, false, fmt.Errorf("reading Workload %s: %w", key.Name, err)
 		}
-		if !Ours(have, js) || have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
-			return nil // changed meanwhile: its event brings us back
+		if r.madeWorkloads.Pending(key) {
+			return true, true, nil
 		}
+		have = nil
+	} else if !Ours(have, js) {
+		have = nil // the cache holds ours only; write reads it again and tells
 	}
-	patchBase := have.DeepCopyObject().(client.Object)
-	b.Adopt(have, want)
-	if err := r.Client.Patch(ctx, have, client.MergeFrom(patchBase)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: the delete event brings us back
-		}
-		reconcileErrors.WithLabelValues("update").Inc()
-		return fmt.Errorf("updating PodGroup %s: %w", g.Name, err)
+	did, _, err := r.write(ctx, js, "Workload", r.madeWorkloads, want, have, b.newWorkload, b.adoptWorkload)
+	templates := len(gangs)
+	switch did {
+	case created:
+		workloadsWritten.WithLabelValues("created").Inc()
+		ctrl.LoggerFrom(ctx).V(1).Info("Created a Workload", "workload", key.Name, "templates", templates)
+		r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonWorkloadCreated, actionCreate,
+			"Created Workload %s: %d PodGroup templates, one per gang", key.Name, templates)
+	case updated:
+		workloadsWritten.WithLabelValues("updated").Inc()
+		r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonWorkloadUpdated, actionUpdate,
+			"Updated Workload %s to the JobSet's demand (its templates' minCount)", key.Name)
+	case notOurs:
+		r.warnOnce(js, ReasonWorkloadNameTaken, "name-taken",
+			"Workload %s exists and is not one podgroups made for this JobSet: it is left alone and no PodGroup is made", key.Name)
+		return false, false, nil
 	}
-	podGroupsUpdated.WithLabelValues(string(b.Scheduler)).Inc()
-	r.Recorder.Eventf(js, have, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
-		"Updated %s PodGroup %s to the JobSet's demand: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
-	r.checkTopology(js, b, s, have)
-	return nil
+	return err == nil, false, err
 }
 
 // checkTopology warns once when the apiserver dropped the networkTopology the PodGroup was sent
@@ -346,15 +438,25 @@ func (r *Reconciler) checkTopology(js *jobsetv1alpha2.JobSet, b *Backend, s gang
 	}
 }
 
-// delete deletes one of our PodGroups, with a UID precondition: never a newer one of the name.
-func (r *Reconciler) delete(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, pg client.Object, why string) error {
-	uid := pg.GetUID()
-	if err := r.Client.Delete(ctx, pg, client.Preconditions{UID: &uid}); err != nil {
+// remove deletes one of our objects, with a UID precondition: never a newer one of the name.
+// It tells whether it deleted it (not when it was gone already or replaced).
+func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (bool, error) {
+	uid := o.GetUID()
+	if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
+			return false, nil
 		}
 		reconcileErrors.WithLabelValues("delete").Inc()
-		return fmt.Errorf("deleting PodGroup %s: %w", pg.GetName(), err)
+		return false, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err)
+	}
+	return true, nil
+}
+
+// deletePodGroup deletes one of our PodGroups.
+func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, pg client.Object, why string) error {
+	deleted, err := r.remove(ctx, "PodGroup", pg)
+	if !deleted {
+		return err
 	}
 	if why == "" {
 		why = "it is no gang of the JobSet"
@@ -362,6 +464,26 @@ func (r *Reconciler) delete(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 	podGroupsDeleted.WithLabelValues(string(b.Scheduler)).Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a PodGroup", "podGroup", pg.GetName(), "why", why)
 	r.Recorder.Eventf(js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler, pg.GetName(), why)
+	return nil
+}
+
+// deleteWorkload deletes the finished JobSet's Workload, if ours is there.
+func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend) error {
+	name, err := contract.WorkloadName(js.Name)
+	if err != nil {
+		return nil // never made
+	}
+	wl := meta(*b.Workload)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: name}, wl); err != nil || !Ours(wl, js) {
+		return client.IgnoreNotFound(err)
+	}
+	deleted, err := r.remove(ctx, "Workload", wl)
+	if !deleted {
+		return err
+	}
+	workloadsWritten.WithLabelValues("deleted").Inc()
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a Workload", "workload", name)
+	r.Recorder.Eventf(js, wl, corev1.EventTypeNormal, ReasonWorkloadDeleted, actionDelete, "Deleted Workload %s: the JobSet finished", name)
 	return nil
 }
 

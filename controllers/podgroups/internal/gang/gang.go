@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,19 +24,28 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// SchedulerNames are the schedulerName each backend's pods get: chart values, flags of the
-// binary.
+// SchedulerNames are the schedulerName each second-scheduler backend's pods get: chart values,
+// flags of the binary.
 type SchedulerNames struct {
 	Volcano, Coscheduling string
 }
 
-// For is the schedulerName of the backend.
+// For is the schedulerName of the backend, or "" for SchedulerKubernetes, whose pods keep the
+// schedulerName they have (kube-scheduler, under whichever profile name it serves).
 func (n SchedulerNames) For(s contract.Scheduler) string {
-	if s == contract.SchedulerCoscheduling {
+	switch s {
+	case contract.SchedulerCoscheduling:
 		return n.Coscheduling
+	case contract.SchedulerKubernetes:
+		return ""
 	}
 	return n.Volcano
 }
+
+// MaxKubernetesGangs is how many gangs (stages) a JobSet gang-scheduled by SchedulerKubernetes
+// may have: each is a PodGroup template of its one Workload, which holds at most
+// schedulingv1beta1.WorkloadMaxPodGroupTemplates.
+const MaxKubernetesGangs = schedulingv1beta1.WorkloadMaxPodGroupTemplates
 
 // Settings are a JobSet's podgroups annotations, parsed.
 type Settings struct {
@@ -74,12 +84,16 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 	value, ok := a[contract.SchedulerAnnotationKey]
 	if !ok {
 		return s, field.ErrorList{field.Required(path(contract.SchedulerAnnotationKey),
-			fmt.Sprintf("is required by the other %s annotations: %q or %q", "podgroups.jobset-addons.io", contract.SchedulerVolcano, contract.SchedulerCoscheduling))}
+			fmt.Sprintf("is required by the other %s annotations: %q, %q or %q", "podgroups.jobset-addons.io", contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes))}
 	}
 	s.Scheduler, errs = contract.ParseScheduler(value, path(contract.SchedulerAnnotationKey))
 	onlyFor := func(key string, backend contract.Scheduler) bool {
 		if s.Scheduler != "" && s.Scheduler != backend {
-			errs = append(errs, field.Forbidden(path(key), fmt.Sprintf("applies only to scheduler %q, not %q", backend, s.Scheduler)))
+			msg := fmt.Sprintf("applies only to scheduler %q, not %q", backend, s.Scheduler)
+			if key == contract.NetworkTopologyAnnotationKey && s.Scheduler == contract.SchedulerKubernetes {
+				msg += ": podgroups does not map it to the Workload API's schedulingConstraints.topology (alpha gate TopologyAwareWorkloadScheduling) yet"
+			}
+			errs = append(errs, field.Forbidden(path(key), msg))
 			return false
 		}
 		return true
@@ -166,6 +180,11 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	if scheduler == contract.SchedulerKubernetes && len(gangs) > MaxKubernetesGangs {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "replicatedJobs"), len(gangs),
+			fmt.Sprintf("makes %d stages, each a PodGroup template of the JobSet's one Workload, and a Workload holds at most %d (WorkloadMaxPodGroupTemplates of scheduling.k8s.io/v1beta1): "+
+				"put ReplicatedJobs that may start together in one stage, or use scheduler %q", len(gangs), MaxKubernetesGangs, contract.SchedulerVolcano))}
+	}
 	// The last gang's name is the longest.
 	if last := gangs[len(gangs)-1].Name; scheduler == contract.SchedulerCoscheduling {
 		for _, msg := range validation.IsValidLabelValue(last) {
@@ -208,8 +227,9 @@ func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 {
 }
 
 // Inject names the gang in every pod template of the JobSet (the Volcano group-name
-// annotation and queue, or the coscheduling pod-group label) and sets schedulerName where it
-// is empty. It is idempotent.
+// annotation and queue, the coscheduling pod-group label, or spec.schedulingGroup.podGroupName
+// for kube-scheduler) and, for the second schedulers, sets schedulerName where it is empty. It
+// is idempotent.
 func Inject(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang, names SchedulerNames) {
 	for _, g := range gangs {
 		for _, rjName := range g.Stage.ReplicatedJobs {
@@ -222,6 +242,8 @@ func Inject(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang, names Scheduler
 				}
 			case contract.SchedulerCoscheduling:
 				pt.Labels = with(pt.Labels, contract.CoschedulingPodGroupLabelKey, g.Name)
+			case contract.SchedulerKubernetes:
+				pt.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(g.Name)}
 			}
 			if pt.Spec.SchedulerName == "" {
 				pt.Spec.SchedulerName = names.For(s.Scheduler)
@@ -237,9 +259,14 @@ func Admitted(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang) bool {
 		for _, rjName := range g.Stage.ReplicatedJobs {
 			pt := jobsets.ReplicatedJob(js, rjName).Template.Spec.Template
 			var got string
-			if s.Scheduler == contract.SchedulerCoscheduling {
+			switch s.Scheduler {
+			case contract.SchedulerCoscheduling:
 				got = pt.Labels[contract.CoschedulingPodGroupLabelKey]
-			} else {
+			case contract.SchedulerKubernetes:
+				if sg := pt.Spec.SchedulingGroup; sg != nil {
+					got = ptr.Deref(sg.PodGroupName, "")
+				}
+			default:
 				got = pt.Annotations[contract.VolcanoGroupNameAnnotationKey]
 			}
 			if got != g.Name {
@@ -251,9 +278,13 @@ func Admitted(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang) bool {
 }
 
 // SchedulerNameErrors refuses pod templates whose schedulerName is some scheduler other than
-// the backend's.
+// the backend's. SchedulerKubernetes takes any: kube-scheduler serves whichever profile names
+// it is configured with.
 func SchedulerNameErrors(js *jobsetv1alpha2.JobSet, s Settings, names SchedulerNames) field.ErrorList {
 	want := names.For(s.Scheduler)
+	if want == "" {
+		return nil
+	}
 	var errs field.ErrorList
 	for i, rj := range js.Spec.ReplicatedJobs {
 		if got := rj.Template.Spec.Template.Spec.SchedulerName; got != "" && got != want {

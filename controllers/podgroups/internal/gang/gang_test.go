@@ -78,6 +78,7 @@ func TestParse(t *testing.T) {
 	}
 	const queue, topology, timeout = contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey
 	volcano, cosched := Settings{Scheduler: contract.SchedulerVolcano}, Settings{Scheduler: contract.SchedulerCoscheduling}
+	native := Settings{Scheduler: contract.SchedulerKubernetes}
 	cases := map[string]struct {
 		annotations map[string]string
 		want        Settings
@@ -95,6 +96,10 @@ func TestParse(t *testing.T) {
 			annotations: sched("coscheduling", timeout, "90"),
 			want:        Settings{Scheduler: contract.SchedulerCoscheduling, ScheduleTimeoutSeconds: ptr.To[int32](90)},
 		},
+		"kubernetes":                     {annotations: sched("kubernetes"), want: Settings{Scheduler: contract.SchedulerKubernetes}},
+		"topology for kubernetes":        {annotations: sched("kubernetes", topology, "{mode: hard}"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, topologyPath)}},
+		"queue for kubernetes":           {annotations: sched("kubernetes", queue, "q"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, queuePath)}},
+		"timeout for kubernetes":         {annotations: sched("kubernetes", timeout, "9"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, timeoutPath)}},
 		"unknown scheduler":              {annotations: sched("kube-batch"), wantErrs: []string{fe(field.ErrorTypeNotSupported, schedulerPath)}},
 		"topology without scheduler":     {annotations: kv(topology, "{mode: hard}"), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
 		"queue for coscheduling":         {annotations: sched("coscheduling", queue, "q"), want: cosched, wantErrs: []string{fe(field.ErrorTypeForbidden, queuePath)}},
@@ -177,6 +182,14 @@ func TestGangs(t *testing.T) {
 			{Name: name + "-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 1, MinResources: res("1", "1Gi"), PriorityClass: []string{""}},
 		}
 	}
+	stages := func(n int) []summary {
+		var out []summary
+		for i := range n {
+			out = append(out, summary{Name: fmt.Sprint("train-stage-", i), Stage: i, ReplicatedJobs: []string{fmt.Sprint("r", i)}, Sequenced: true,
+				MinMember: 1, MinResources: res("1", "1Gi"), PriorityClass: []string{""}})
+		}
+		return out
+	}
 	cases := map[string]struct {
 		js        *jobsetv1alpha2.JobSet
 		scheduler contract.Scheduler
@@ -233,6 +246,9 @@ func TestGangs(t *testing.T) {
 		"coscheduling: stage 10's name is the longest":       {js: jobSet(long[1:], sequenced, eleven...), scheduler: contract.SchedulerCoscheduling, wantErrs: []string{fe(field.ErrorTypeInvalid, "metadata.name")}},
 		"coscheduling: stage name of 63 characters":          {js: jobSet(long[1:], sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
 		"volcano: the long name is fine (an annotation)":     {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), want: twoStages(long)},
+		"kubernetes: 8 stages, a Workload's most templates":  {js: jobSet("train", sequenced, eleven[:8]...), scheduler: contract.SchedulerKubernetes, want: stages(8)},
+		"kubernetes: 9 stages refused":                       {js: jobSet("train", sequenced, eleven[:9]...), scheduler: contract.SchedulerKubernetes, wantErrs: []string{fe(field.ErrorTypeInvalid, "spec.replicatedJobs")}},
+		"volcano: 11 stages":                                 {js: jobSet("train", sequenced, eleven...), want: stages(11)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -251,13 +267,19 @@ func TestGangs(t *testing.T) {
 type tmpl struct {
 	Annotations, Labels map[string]string
 	SchedulerName       string
+	// PodGroupName is spec.schedulingGroup.podGroupName ("" when unset).
+	PodGroupName string
 }
 
 func templates(js *jobsetv1alpha2.JobSet) []tmpl {
 	var out []tmpl
 	for _, r := range js.Spec.ReplicatedJobs {
 		pt := r.Template.Spec.Template
-		out = append(out, tmpl{pt.Annotations, pt.Labels, pt.Spec.SchedulerName})
+		t := tmpl{pt.Annotations, pt.Labels, pt.Spec.SchedulerName, ""}
+		if sg := pt.Spec.SchedulingGroup; sg != nil {
+			t.PodGroupName = ptr.Deref(sg.PodGroupName, "<nil>")
+		}
+		out = append(out, t)
 	}
 	return out
 }
@@ -271,16 +293,24 @@ func TestInjectAndAdmitted(t *testing.T) {
 		want        []tmpl
 	}{
 		"volcano with a queue": {nil, Settings{Scheduler: contract.SchedulerVolcano, Queue: "research"}, []tmpl{
-			{kv("keep", "me", group, "train", queue, "research"), nil, "volcano-sched"},
-			{kv(group, "train", queue, "research"), nil, "my-own"},
+			{kv("keep", "me", group, "train", queue, "research"), nil, "volcano-sched", ""},
+			{kv(group, "train", queue, "research"), nil, "my-own", ""},
 		}},
 		"volcano, sequenced, no queue": {seq, Settings{Scheduler: contract.SchedulerVolcano}, []tmpl{
-			{kv("keep", "me", group, "train-stage-0"), nil, "volcano-sched"},
-			{kv(group, "train-stage-1"), nil, "my-own"},
+			{kv("keep", "me", group, "train-stage-0"), nil, "volcano-sched", ""},
+			{kv(group, "train-stage-1"), nil, "my-own", ""},
 		}},
 		"coscheduling, sequenced": {seq, Settings{Scheduler: contract.SchedulerCoscheduling}, []tmpl{
-			{kv("keep", "me"), kv(podGroup, "train-stage-0"), "scheduler-plugins-scheduler"},
-			{nil, kv(podGroup, "train-stage-1"), "my-own"},
+			{kv("keep", "me"), kv(podGroup, "train-stage-0"), "scheduler-plugins-scheduler", ""},
+			{nil, kv(podGroup, "train-stage-1"), "my-own", ""},
+		}},
+		"kubernetes: the pod field, schedulerName left as it is": {nil, Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
+			{kv("keep", "me"), nil, "", "train"},
+			{nil, nil, "my-own", "train"},
+		}},
+		"kubernetes, sequenced": {seq, Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
+			{kv("keep", "me"), nil, "", "train-stage-0"},
+			{nil, nil, "my-own", "train-stage-1"},
 		}},
 	}
 	for name, tc := range cases {
@@ -311,6 +341,7 @@ func TestInjectAndAdmitted(t *testing.T) {
 			pt := &js.Spec.ReplicatedJobs[1].Template.Spec.Template
 			pt.Annotations = with(pt.Annotations, group, "other")
 			pt.Labels = with(pt.Labels, podGroup, "other")
+			pt.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("other")}
 			if Admitted(js, tc.settings, gangs) {
 				t.Error("Admitted with template 1 naming gang \"other\"")
 			}
@@ -328,6 +359,8 @@ func TestSchedulerNameErrors(t *testing.T) {
 		{contract.SchedulerVolcano, [2]string{"volcano-sched", "default-scheduler"}, []string{fe(field.ErrorTypeInvalid, at1)}},
 		{contract.SchedulerVolcano, [2]string{"", "volcano-sched"}, nil},
 		{contract.SchedulerCoscheduling, [2]string{"scheduler-plugins-scheduler", "volcano-sched"}, []string{fe(field.ErrorTypeInvalid, at1)}},
+		// kube-scheduler serves any profile name it is configured with.
+		{contract.SchedulerKubernetes, [2]string{"default-scheduler", "my-profile"}, nil},
 	} {
 		js := jobSet("train", nil, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
 		for i, n := range tc.names {

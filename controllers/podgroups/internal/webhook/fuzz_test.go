@@ -10,10 +10,10 @@ import (
 )
 
 // FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-2437 examples,
-// with both backends installed.
+// with the three backends installed.
 func FuzzJobSetWebhooks(f *testing.F) {
 	s := addontest.JobSetScheme(f)
-	w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling)
+	w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes)
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/podgroups", "JobSet"), map[string]*admission.Webhook{
 		"mutate JobSet":   admission.WithDefaulter(s, w),
 		"validate JobSet": admission.WithValidator(s, w),

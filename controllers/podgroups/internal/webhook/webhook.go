@@ -1,6 +1,7 @@
 // Package webhook holds the podgroups JobSet admission webhooks: on CREATE a mutating webhook
-// that names each pod template's gang (Volcano's group-name annotation and queue, or the
-// coscheduling pod-group label) and sets schedulerName where it is empty, and a validating
+// that names each pod template's gang (Volcano's group-name annotation and queue, the
+// coscheduling pod-group label, or spec.schedulingGroup.podGroupName for kube-scheduler) and
+// sets a second scheduler's schedulerName where it is empty, and a validating
 // webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
 // keeps the podgroups annotations immutable. What they read and inject comes from package gang.
 package webhook
@@ -99,8 +100,13 @@ func (w *JobSetWebhook) Validate(js *jobsetv1alpha2.JobSet) (admission.Warnings,
 		return nil, errs
 	}
 	if w.Installed != nil && !w.Installed(s.Scheduler) {
-		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler),
-			"this cluster's podgroups controller found no PodGroup CRD for this scheduler when it started: install the scheduler's CRDs and restart the controller, or pick another scheduler"))
+		msg := "this cluster's podgroups controller found no PodGroup CRD for this scheduler when it started: install the scheduler's CRDs and restart the controller, or pick another scheduler"
+		if s.Scheduler == contract.SchedulerKubernetes {
+			msg = "this cluster's apiserver did not serve the Workload API (Workload and PodGroup of scheduling.k8s.io/v1beta1) when the podgroups controller started: " +
+				"it needs Kubernetes 1.37 with the feature gate GenericWorkload on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1beta1=true on kube-apiserver; " +
+				"turn them on and restart the controller, or pick another scheduler"
+		}
+		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), msg))
 	}
 	errs = append(errs, gang.SchedulerNameErrors(js, s, w.Names)...)
 	gangs, gerrs := gang.Gangs(js, s.Scheduler)

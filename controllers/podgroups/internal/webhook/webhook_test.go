@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -107,6 +109,14 @@ func TestDefault(t *testing.T) {
 				pod(js, 1).Spec.SchedulerName = "scheduler-plugins-scheduler"
 			},
 		},
+		"create: kubernetes, sequenced: the pod field, schedulerName kept": {
+			op: admissionv1.Create,
+			js: jobSet("train", kv(schedulerKey, "kubernetes", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "my-profile", "")),
+			want: func(js *jobsetv1alpha2.JobSet) {
+				pod(js, 0).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-0")}
+				pod(js, 1).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-1")}
+			},
+		},
 		"update":                          {op: admissionv1.Update, js: jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", ""))},
 		"create: no podgroups annotation": {op: admissionv1.Create, js: jobSet("train", kv("other", "x"), rj("a", "", ""))},
 		"create: only Volcano's queue annotation": {op: admissionv1.Create, js: jobSet("train", kv(queueKey, "research"), rj("a", "", ""))},
@@ -160,6 +170,7 @@ func TestValidate(t *testing.T) {
 		js        *jobsetv1alpha2.JobSet
 		installed []contract.Scheduler
 		wantErrs  []string
+		message   string     // what the errors must mention
 		warnings  [][]string // what each warning must mention
 	}{
 		"every problem in one list": {
@@ -180,6 +191,22 @@ func TestValidate(t *testing.T) {
 		"valid, sequenced, one class per gang": {
 			js:        jobSet("train", kv(schedulerKey, "coscheduling", timeoutKey, "30", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "", "high")),
 			installed: []contract.Scheduler{coscheduling},
+		},
+		"kubernetes: any schedulerName, one warning for two classes": {
+			js:        jobSet("train", kv(schedulerKey, "kubernetes"), rj("a", "my-profile", "low"), rj("b", "", "high")),
+			installed: []contract.Scheduler{contract.SchedulerKubernetes},
+			warnings:  [][]string{{"train", `"low"`, `"high"`}},
+		},
+		"kubernetes: the Workload API not served": {
+			js:       jobSet("train", kv(schedulerKey, "kubernetes"), rj("a", "", "")),
+			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
+			message:  "GenericWorkload",
+		},
+		"kubernetes: network topology refused": {
+			js:        jobSet("train", kv(schedulerKey, "kubernetes", topologyKey, "{mode: hard}"), rj("a", "", "")),
+			installed: []contract.Scheduler{contract.SchedulerKubernetes},
+			wantErrs:  []string{fe(field.ErrorTypeForbidden, "metadata.annotations[podgroups.jobset-addons.io/network-topology]")},
+			message:   "schedulingConstraints.topology",
 		},
 		"not installed, otherwise valid": {
 			js:       jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", "")),
@@ -203,6 +230,9 @@ func TestValidate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantErrs, got); diff != "" {
 				t.Errorf("Validate errors (-want +got):\n%s\n%v", diff, errs)
+			}
+			if !strings.Contains(fmt.Sprint(errs), tc.message) {
+				t.Errorf("errors %v do not mention %q", errs, tc.message)
 			}
 			if len(warnings) != len(tc.warnings) {
 				t.Fatalf("warnings %q, want %d", warnings, len(tc.warnings))

@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"fmt"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// The kubernetes backend: Kubernetes' own Workload and PodGroup (scheduling.k8s.io/v1beta1),
+// built and validated by component-helpers' workloadbuilder, as the Job controller builds its
+// own. One Workload per JobSet holds one PodGroup template per gang, all from the start (the
+// API lets no template be added or removed later); each gang's PodGroup is made from its
+// template when the gang may run.
+
+// nativeBuilder is the workloadbuilder of gang g alone: a leaf item, the gang policy with
+// minCount = the gang's pods, the gang's priority class, owned by the JobSet.
+func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass string) (*workloadbuilder.Builder, string, error) {
+	template, err := contract.PodGroupTemplateName(g.Stage.Index)
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := contract.WorkloadName(js.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	item := &workloadbuilder.WorkloadItem{
+		Name: template,
+		Path: contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey),
+		DefaultConfig: &workloadbuilder.SchedulingConfig{
+			Policy:            &workloadbuilder.SchedulingPolicy{Gang: &workloadbuilder.GangSchedulingPolicy{MinCount: ptr.To(nativeMinCount(g))}},
+			PriorityClassName: priorityClass,
+		},
+	}
+	owner := metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
+	b := workloadbuilder.NewBuilder(item, workloadbuilder.BuildOptions{
+		Name:            name,
+		Namespace:       js.Namespace,
+		Owner:           owner,
+		AllowedPolicies: []workloadbuilder.SchedulingPolicyOption{workloadbuilder.GangPolicy},
+	})
+	return b, template, nil
+}
+
+// nativeMinCount is the gang's minCount: its pods, at least 1 (the API's minimum; a gang of no
+// pods has nothing to hold back).
+func nativeMinCount(g gang.Gang) int32 { return max(g.MinMember, 1) }
+
+// nativePodGroupSpec is gang g's PodGroup spec, made by workloadbuilder from the gang's
+// template: workloadRef {<jobset>, stage-<i>}, gang minCount, priorityClassName.
+func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass string) schedulingv1beta1.PodGroupSpec {
+	b, template, err := nativeBuilder(js, g, priorityClass)
+	if err == nil {
+		if _, err = b.BuildWorkload(); err == nil {
+			var pg *schedulingv1beta1.PodGroup
+			if pg, err = b.NewPodGroup(g.Name, template); err == nil {
+				return pg.Spec
+			}
+		}
+	}
+	// Names were checked by gang.Gangs and the item is fixed: this is a bug.
+	panic(fmt.Sprintf("building the PodGroup of %s: %v", g.Name, err))
+}
+
+// NativeWorkload is the JobSet's Workload: one PodGroup template per gang, each compiled by
+// workloadbuilder, the JobSet as controllerRef and controller owner, our labels and the hash of
+// what it holds. priorityClass gives each gang's class.
+func NativeWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error) {
+	var wl *schedulingv1beta1.Workload
+	for _, g := range gangs {
+		b, _, err := nativeBuilder(js, g, priorityClass(g))
+		if err != nil {
+			return nil, err
+		}
+		one, err := b.BuildWorkload()
+		if err != nil {
+			return nil, fmt.Errorf("building the Workload template of %s: %w", g.Name, err)
+		}
+		if wl == nil {
+			wl = one.DeepCopy()
+			continue
+		}
+		wl.Spec.PodGroupTemplates = append(wl.Spec.PodGroupTemplates, one.Spec.PodGroupTemplates...)
+	}
+	if wl == nil {
+		return nil, fmt.Errorf("the JobSet has no gang")
+	}
+	wl.Labels = ourLabels(js, nil)
+	wl.Annotations = map[string]string{contract.PodGroupSpecHashAnnotationKey: hash(wl.Spec, wl.Labels)}
+	return wl, nil
+}
+
+// adoptNativeWorkload copies into have the labels and hash of want and the one thing of its
+// templates the API lets change: each gang's minCount. Templates are neither added nor
+// removed (the API refuses it), and priorityClassName, fixed at creation, stays.
+func adoptNativeWorkload(have, want client.Object) {
+	adoptMeta(have, want)
+	h, w := have.(*schedulingv1beta1.Workload), want.(*schedulingv1beta1.Workload)
+	for i := range h.Spec.PodGroupTemplates {
+		ht := &h.Spec.PodGroupTemplates[i]
+		for _, wt := range w.Spec.PodGroupTemplates {
+			if wt.Name == ht.Name && ht.SchedulingPolicy.Gang != nil && wt.SchedulingPolicy.Gang != nil {
+				ht.SchedulingPolicy.Gang.MinCount = wt.SchedulingPolicy.Gang.MinCount
+			}
+		}
+	}
+}
+
+// adoptNativePodGroup copies into have the labels and hash of want and its gang minCount, the
+// one field of a PodGroup's spec the API lets change (priorityClassName is immutable, and the
+// apiserver's priority admission wrote priority beside it).
+func adoptNativePodGroup(have, want client.Object) {
+	adoptMeta(have, want)
+	h, w := have.(*schedulingv1beta1.PodGroup), want.(*schedulingv1beta1.PodGroup)
+	if h.Spec.SchedulingPolicy.Gang != nil && w.Spec.SchedulingPolicy.Gang != nil {
+		h.Spec.SchedulingPolicy.Gang.MinCount = w.Spec.SchedulingPolicy.Gang.MinCount
+	}
+}

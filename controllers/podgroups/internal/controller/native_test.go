@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+func nativeJobSet(sequenced bool) (*jobsetv1alpha2.JobSet, []gang.Gang) {
+	a := map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}
+	if sequenced {
+		a[contract.ExecutionPolicyAnnotationKey] = "InOrder"
+	}
+	js := twoStages(a, false)
+	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = "high"
+	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
+	if len(errs) > 0 {
+		panic(errs)
+	}
+	return js, gangs
+}
+
+func gangMinCount(n int32) schedulingv1beta1.PodGroupSchedulingPolicy {
+	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: n}}
+}
+
+// TestNativeWorkload: one template per gang, named stage-<i>, with the gang's pods as minCount
+// and its priority class; the JobSet as controllerRef and controller owner; our labels.
+func TestNativeWorkload(t *testing.T) {
+	js, gangs := nativeJobSet(true)
+	wl, err := NativeWorkload(js, gangs, func(g gang.Gang) string { return g.PriorityClassNames[0] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schedulingv1beta1.PodGroupTemplate{
+		{Name: "stage-0", SchedulingPolicy: gangMinCount(2)},
+		{Name: "stage-1", SchedulingPolicy: gangMinCount(2), PriorityClassName: "high"},
+	}
+	if diff := cmp.Diff(want, wl.Spec.PodGroupTemplates); diff != "" {
+		t.Errorf("templates (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&schedulingv1beta1.TypedLocalObjectReference{APIGroup: "jobset.x-k8s.io", Kind: "JobSet", Name: "js"}, wl.Spec.ControllerRef); diff != "" {
+		t.Errorf("controllerRef (-want +got):\n%s", diff)
+	}
+	if wl.Name != "js" || wl.Namespace != "ns" || !Ours(wl, js) || wl.Labels[contract.JobSetNameLabelKey] != "js" {
+		t.Errorf("Workload %s/%s labels %v owners %v: want js/ns, ours", wl.Namespace, wl.Name, wl.Labels, wl.OwnerReferences)
+	}
+	if wl.Annotations[contract.PodGroupSpecHashAnnotationKey] == "" {
+		t.Error("no spec hash")
+	}
+	// The hash follows minCount.
+	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
+	bigger, _ := gang.Gangs(js, contract.SchedulerKubernetes)
+	wl2, err := NativeWorkload(js, bigger, func(gang.Gang) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl2.Annotations[contract.PodGroupSpecHashAnnotationKey] == wl.Annotations[contract.PodGroupSpecHashAnnotationKey] {
+		t.Error("the hash did not change with minCount")
+	}
+}
+
+// TestNativePodGroup: the PodGroup of each gang refers to its template of the Workload, with the
+// gang's minCount and priority class, our labels (the stage when sequenced) and the JobSet as
+// controller.
+func TestNativePodGroup(t *testing.T) {
+	b := Backends[contract.SchedulerKubernetes]
+	for _, sequenced := range []bool{false, true} {
+		js, gangs := nativeJobSet(sequenced)
+		g := gangs[len(gangs)-1]
+		pg := b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "high", "ignored").(*schedulingv1beta1.PodGroup)
+		template := "stage-0"
+		var minCount int32 = 4
+		if sequenced {
+			template, minCount = "stage-1", 2
+		}
+		want := schedulingv1beta1.PodGroupSpec{
+			WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: "js", TemplateName: template},
+			SchedulingPolicy:  gangMinCount(minCount),
+			PriorityClassName: "high",
+		}
+		if diff := cmp.Diff(want, pg.Spec); diff != "" {
+			t.Errorf("sequenced %t: spec (-want +got):\n%s", sequenced, diff)
+		}
+		if pg.Name != g.Name || !Ours(pg, js) || (pg.Labels[contract.PodGroupStageLabelKey] != "") != sequenced {
+			t.Errorf("sequenced %t: PodGroup %s labels %v owners %v", sequenced, pg.Name, pg.Labels, pg.OwnerReferences)
+		}
+	}
+}
+
+// TestNativeAdopt: an update changes minCount and our labels and hash only, never what the API
+// keeps immutable or what the apiserver's priority admission wrote.
+func TestNativeAdopt(t *testing.T) {
+	b := Backends[contract.SchedulerKubernetes]
+	js, gangs := nativeJobSet(false)
+	want := b.Build(js, gangs[0], gang.Settings{}, "new-class", "").(*schedulingv1beta1.PodGroup)
+	have := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"theirs": "kept"}, Annotations: map[string]string{contract.PodGroupSpecHashAnnotationKey: "old"}},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: "js", TemplateName: "stage-0"},
+			SchedulingPolicy:  gangMinCount(9),
+			PriorityClassName: "old-class",
+			Priority:          ptr.To[int32](1000),
+		},
+	}
+	b.Adopt(have, want)
+	wantSpec := have.Spec.DeepCopy()
+	wantSpec.SchedulingPolicy.Gang.MinCount = 4
+	if diff := cmp.Diff(*wantSpec, have.Spec); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+	if have.Labels["theirs"] != "kept" || have.Labels[contract.ManagedByLabelKey] == "" || have.Annotations[contract.PodGroupSpecHashAnnotationKey] == "old" {
+		t.Errorf("labels %v annotations %v", have.Labels, have.Annotations)
+	}
+
+	wl, err := NativeWorkload(js, gangs, func(gang.Gang) string { return "new-class" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	haveWL := &schedulingv1beta1.Workload{Spec: schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{
+		{Name: "stage-0", SchedulingPolicy: gangMinCount(1), PriorityClassName: "old-class"},
+	}}}
+	adoptNativeWorkload(haveWL, wl)
+	if diff := cmp.Diff([]schedulingv1beta1.PodGroupTemplate{{Name: "stage-0", SchedulingPolicy: gangMinCount(4), PriorityClassName: "old-class"}}, haveWL.Spec.PodGroupTemplates); diff != "" {
+		t.Errorf("Workload templates (-want +got):\n%s", diff)
+	}
+}
+
+// TestNativeBuilderValidates: what podgroups asks of workloadbuilder passes its own validation
+// (a gang policy, allowed; no disruption mode), and a gang of no pods still gets minCount 1,
+// the API's minimum.
+func TestNativeBuilderValidates(t *testing.T) {
+	js, gangs := nativeJobSet(true)
+	for _, g := range gangs {
+		b, _, err := nativeBuilder(js, g, "high")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := b.Validate(context.Background(), workloadbuilder.ValidationInput{}); len(errs) > 0 {
+			t.Errorf("%s: %v", g.Name, errs)
+		}
+	}
+	empty := gangs[0]
+	empty.MinMember = 0
+	if got := nativePodGroupSpec(js, empty, "").SchedulingPolicy.Gang.MinCount; got != 1 {
+		t.Errorf("minCount of a gang of no pods = %d, want 1", got)
+	}
+}
