@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,8 +39,38 @@ const FailFirstAttemptAnnotationKey = "testbed.jobset-addons.io/fail-first-attem
 // DelayAnnotationKey is kwok's own: a duration ("30s") for which a Job's pod runs.
 const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 
+// The Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup, beta but off by default
+// in Kubernetes 1.37), turned on in a testbed of Kubernetes WorkloadAPISince or later so that
+// kube-scheduler gang-schedules pods naming a PodGroup (podgroups' scheduler kubernetes). Only
+// GenericWorkload: not WorkloadWithJob (the Job controller would make Workloads of its own for
+// Jobs), nor the alpha gates podgroups does not use.
+const (
+	WorkloadAPISince         = "1.37.0"
+	WorkloadAPIFeatureGates  = "GenericWorkload=true"
+	WorkloadAPIRuntimeConfig = "scheduling.k8s.io/v1beta1=true"
+)
+
+// KubeAtLeast says whether the kube-apiserver in BinDir is min or later, from its --version.
+func (c Config) KubeAtLeast(min string) (bool, error) {
+	out, err := exec.Command(c.Bin("kube-apiserver"), "--version").Output()
+	if err != nil {
+		return false, fmt.Errorf("reading the version of %s: %w", c.Bin("kube-apiserver"), err)
+	}
+	// "Kubernetes v1.37.1"
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 {
+		return false, fmt.Errorf("%s --version printed nothing", c.Bin("kube-apiserver"))
+	}
+	have, err := version.ParseGeneric(fields[len(fields)-1])
+	if err != nil {
+		return false, fmt.Errorf("%s --version: %w", c.Bin("kube-apiserver"), err)
+	}
+	return have.AtLeast(version.MustParseGeneric(min)), nil
+}
+
 // kwokctlConfig is the configuration of the kwokctl cluster: every binary from bin/testbed,
-// every port pinned on 127.0.0.1, and kwok's stages with a pod run time.
+// every port pinned on 127.0.0.1, the Workload API where the binaries have it, and kwok's
+// stages with a pod run time.
 func kwokctlConfig(c Config) ([]byte, error) {
 	p := c.Ports()
 	cfg := map[string]any{
@@ -67,6 +99,14 @@ func kwokctlConfig(c Config) ([]byte, error) {
 			"name":      "kube-controller-manager",
 			"extraArgs": []any{map[string]any{"key": "enable-hostpath-provisioner", "value": "true"}},
 		}},
+	}
+	if workload, err := c.KubeAtLeast(WorkloadAPISince); err != nil {
+		return nil, err
+	} else if workload {
+		// kwokctl gives the gates to kube-apiserver, kube-controller-manager and kube-scheduler.
+		opts := cfg["options"].(map[string]any)
+		opts["kubeFeatureGates"] = WorkloadAPIFeatureGates
+		opts["kubeRuntimeConfig"] = WorkloadAPIRuntimeConfig
 	}
 	if c.APIServerGOGC != "" {
 		cfg["componentsPatches"] = append(cfg["componentsPatches"].([]any), map[string]any{
@@ -218,6 +258,7 @@ rules:
   - {group: resource.k8s.io, resources: [resourceclaims]}
   - {group: scheduling.volcano.sh, resources: [podgroups]}
   - {group: scheduling.x-k8s.io, resources: [podgroups]}
+  - {group: scheduling.k8s.io, resources: [podgroups, workloads]}
 - level: None
 `
 

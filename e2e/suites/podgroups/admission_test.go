@@ -30,6 +30,7 @@ var (
 func TestBadInputRefused(t *testing.T) {
 	volcano := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "volcano") }
 	cosched := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "coscheduling") }
+	native := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "kubernetes") }
 	cases := []struct {
 		name      string
 		build     func(jobSet) jobSet
@@ -61,6 +62,17 @@ func TestBadInputRefused(t *testing.T) {
 			j.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "default-scheduler"
 			return j
 		}, []string{"spec.replicatedJobs[1].template.spec.template.spec.schedulerName"}},
+		{"topology for kubernetes", func(j jobSet) jobSet {
+			return native(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
+		}, []string{topologyPath}},
+		{"queue for kubernetes", func(j jobSet) jobSet { return native(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
+		{"nine stages for kubernetes", func(j jobSet) jobSet {
+			j = native(j).annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+			for i := range 7 {
+				j = j.replicated(fmt.Sprint("s", i), 1, 1, "1s")
+			}
+			return j
+		}, []string{"spec.replicatedJobs"}},
 		{"several mistakes at once", func(j jobSet) jobSet {
 			j = volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: sideways, highestTierAllowed: -1}").
 				annotate(contract.ScheduleTimeoutAnnotationKey, "5")
@@ -131,12 +143,12 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 		if len(before) == 0 {
 			t.Errorf("no call of the podgroups webhooks counted at all: is the metric there?")
 		}
-		for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling} {
+		for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 			if names, err := podGroupNames(ctx, c, ns, js.Name, s); err != nil || len(names) > 0 {
 				t.Errorf("%s PodGroups of a plain JobSet: %v %v", s, names, err)
 			}
 		}
-		framework.ExpectMetrics(ctx, t, addonName, "jobset_addons_podgroups_created_total", "jobset_addons_podgroups_deleted_total",
+		framework.ExpectMetrics(ctx, t, addonName, "jobset_addons_podgroups_created_total", "jobset_addons_podgroups_deleted_total", "jobset_addons_podgroups_workloads_total",
 			"jobset_addons_podgroups_reconcile_duration_seconds")
 		return ctx
 	})

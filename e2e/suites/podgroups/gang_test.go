@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -17,10 +19,10 @@ import (
 )
 
 // TestGang: on nodes with room for 3 pods, a JobSet of 4 pods gets 3 bound without the add-on,
-// and none with it (Volcano's scheduler, then coscheduling); once room for 3 more is added, all
-// 4 are bound together.
+// and none with it (Volcano's scheduler, then coscheduling, then kube-scheduler itself through
+// the Workload API); once room for 3 more is added, all 4 are bound together.
 func TestGang(t *testing.T) {
-	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling} {
+	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 		f := framework.NamespacedFeature(fmt.Sprintf("%s: all of the gang or none of it", s), "gang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
 			ns := framework.NamespaceFrom(ctx)
@@ -43,6 +45,7 @@ func TestGang(t *testing.T) {
 
 			// With it: none of 4 is bound where 3 fit.
 			js := newJobSet(ns, "gang", s).replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			created := time.Now()
 			framework.CreateAll(ctx, t, c, js)
 			checkPodGroup(ctx, t, c, ns, "gang", s, 4)
 			framework.Eventually(ctx, t, time.Minute, "4 gang pods created", func(ctx context.Context) (bool, string, error) {
@@ -61,11 +64,13 @@ func TestGang(t *testing.T) {
 			}
 
 			// Room for all: bound together.
+			roomAt := time.Now()
 			addPoolNode(ctx, t, cfg, ns, ns+"-b", 3)
 			framework.Eventually(ctx, t, 90*time.Second, "all 4 gang pods bound", func(ctx context.Context) (bool, string, error) {
 				ps := pods(ctx, t, c, ns, js.Name)
 				return len(ps) == 4 && bound(ps) == 4, fmt.Sprintf("%d pods, %d bound", len(ps), bound(ps)), nil
 			})
+			allBound := time.Since(roomAt)
 			var at []time.Time
 			for _, p := range pods(ctx, t, c, ns, js.Name) {
 				for _, cond := range p.Status.Conditions {
@@ -76,7 +81,8 @@ func TestGang(t *testing.T) {
 			}
 			if len(at) == 4 {
 				spread := slices.MaxFunc(at, time.Time.Compare).Sub(slices.MinFunc(at, time.Time.Compare))
-				t.Logf("%s: 4 pods bound within %s of each other", s, spread)
+				t.Logf("%s: 0 of 4 bound for 8 s with room for 3; room added %s after the JobSet's creation; all 4 seen bound %s after that (polled every 100ms), their PodScheduled times within %s of each other",
+					s, roomAt.Sub(created).Round(time.Millisecond), allBound.Round(time.Millisecond), spread)
 				if spread > 3*time.Second {
 					t.Errorf("the gang's pods were bound %s apart; want together", spread)
 				}
@@ -94,7 +100,28 @@ func checkPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name 
 	var got int32
 	var res corev1.ResourceList
 	var labels map[string]string
-	if s == contract.SchedulerVolcano {
+	switch s {
+	case contract.SchedulerKubernetes:
+		pg := nativePodGroup(ctx, t, c, ns, name)
+		if got := minCount(pg.Spec.SchedulingPolicy); got != int32(members) {
+			t.Errorf("PodGroup %s minCount = %d, want %d", name, got, members)
+		}
+		if ref := pg.Spec.WorkloadRef; ref == nil || ref.WorkloadName == "" || ref.TemplateName == "" {
+			t.Errorf("PodGroup %s workloadRef = %+v", name, ref)
+		} else {
+			wl := workload(ctx, t, c, ns, ref.WorkloadName)
+			if !slices.ContainsFunc(wl.Spec.PodGroupTemplates, func(tp schedulingv1beta1.PodGroupTemplate) bool { return tp.Name == ref.TemplateName }) {
+				t.Errorf("Workload %s has no template %s: %+v", wl.Name, ref.TemplateName, wl.Spec.PodGroupTemplates)
+			}
+			if wl.Labels[contract.ManagedByLabelKey] != contract.PodGroupsManagedByValue || wl.Spec.ControllerRef == nil || wl.Spec.ControllerRef.Kind != "JobSet" {
+				t.Errorf("Workload %s labels %v controllerRef %+v", wl.Name, wl.Labels, wl.Spec.ControllerRef)
+			}
+		}
+		if pg.Labels[contract.ManagedByLabelKey] != contract.PodGroupsManagedByValue {
+			t.Errorf("PodGroup %s labels %v: no managed-by", name, pg.Labels)
+		}
+		return // no minResources in the Workload API: kube-scheduler sums the pods itself
+	case contract.SchedulerVolcano:
 		pg := volcanoPodGroup(ctx, t, c, ns, name)
 		got, labels = pg.Spec.MinMember, pg.Labels
 		if pg.Spec.MinResources != nil {
@@ -103,7 +130,7 @@ func checkPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name 
 		if pg.Spec.Queue != "default" {
 			t.Errorf("queue = %q, want default", pg.Spec.Queue)
 		}
-	} else {
+	default:
 		pg := coschedPodGroup(ctx, t, c, ns, name)
 		got, res, labels = pg.Spec.MinMember, pg.Spec.MinResources, pg.Labels
 	}
@@ -133,6 +160,13 @@ func checkPodNamesGang(t *testing.T, p *corev1.Pod, s contract.Scheduler, group 
 		}
 		if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
 			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
+		}
+	case contract.SchedulerKubernetes:
+		if sg := p.Spec.SchedulingGroup; sg == nil || ptr.Deref(sg.PodGroupName, "") != group {
+			t.Errorf("pod %s schedulingGroup = %+v, want podGroupName %q", p.Name, sg, group)
+		}
+		if p.Spec.SchedulerName != corev1.DefaultSchedulerName {
+			t.Errorf("pod %s schedulerName = %q, want kube-scheduler's", p.Name, p.Spec.SchedulerName)
 		}
 	}
 }

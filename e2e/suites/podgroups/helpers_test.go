@@ -9,6 +9,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -132,7 +134,8 @@ func bound(ps []corev1.Pod) int {
 func podGroupNames(ctx context.Context, c client.Client, ns, jobSet string, s contract.Scheduler) ([]string, error) {
 	var names []string
 	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}}
-	if s == contract.SchedulerVolcano {
+	switch s {
+	case contract.SchedulerVolcano:
 		var l volcanov1beta1.PodGroupList
 		if err := c.List(ctx, &l, opts...); err != nil {
 			return nil, err
@@ -140,7 +143,15 @@ func podGroupNames(ctx context.Context, c client.Client, ns, jobSet string, s co
 		for _, pg := range l.Items {
 			names = append(names, pg.Name)
 		}
-	} else {
+	case contract.SchedulerKubernetes:
+		var l schedulingv1beta1.PodGroupList
+		if err := c.List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		for _, pg := range l.Items {
+			names = append(names, pg.Name)
+		}
+	default:
 		var l coschedv1alpha1.PodGroupList
 		if err := c.List(ctx, &l, opts...); err != nil {
 			return nil, err
@@ -166,26 +177,53 @@ func waitPodGroups(ctx context.Context, t *testing.T, c client.Client, ns, jobSe
 	})
 }
 
-// volcanoPodGroup waits for the Volcano PodGroup and returns it.
-func volcanoPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *volcanov1beta1.PodGroup {
+// waitGet waits until the object of type T, name in ns, can be read, and returns it.
+func waitGet[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, t *testing.T, c client.Client, ns, name, what string) P {
 	t.Helper()
-	pg := &volcanov1beta1.PodGroup{}
-	framework.Eventually(ctx, t, time.Minute, "Volcano PodGroup "+name, func(ctx context.Context) (bool, string, error) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
+	obj := P(new(T))
+	framework.Eventually(ctx, t, time.Minute, what+" "+name, func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 		return err == nil, fmt.Sprint(err), nil
 	})
-	return pg
+	return obj
 }
 
-// coschedPodGroup waits for the coscheduling PodGroup and returns it.
+// volcanoPodGroup, coschedPodGroup, nativePodGroup (scheduling.k8s.io) and workload wait for
+// the object of that kind and name and return it.
+func volcanoPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *volcanov1beta1.PodGroup {
+	return waitGet[volcanov1beta1.PodGroup](ctx, t, c, ns, name, "Volcano PodGroup")
+}
+
 func coschedPodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *coschedv1alpha1.PodGroup {
+	return waitGet[coschedv1alpha1.PodGroup](ctx, t, c, ns, name, "coscheduling PodGroup")
+}
+
+func nativePodGroup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *schedulingv1beta1.PodGroup {
+	return waitGet[schedulingv1beta1.PodGroup](ctx, t, c, ns, name, "Kubernetes PodGroup")
+}
+
+func workload(ctx context.Context, t *testing.T, c client.Client, ns, name string) *schedulingv1beta1.Workload {
+	return waitGet[schedulingv1beta1.Workload](ctx, t, c, ns, name, "Workload")
+}
+
+// waitWorkloadGone waits until the Workload is deleted.
+func waitWorkloadGone(ctx context.Context, t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
-	pg := &coschedv1alpha1.PodGroup{}
-	framework.Eventually(ctx, t, time.Minute, "coscheduling PodGroup "+name, func(ctx context.Context) (bool, string, error) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
-		return err == nil, fmt.Sprint(err), nil
+	framework.Eventually(ctx, t, time.Minute, "Workload "+name+" deleted", func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &schedulingv1beta1.Workload{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 	})
-	return pg
+}
+
+// minCount is a Kubernetes PodGroup's or template's gang minCount, 0 without a gang policy.
+func minCount(p schedulingv1beta1.PodGroupSchedulingPolicy) int32 {
+	if p.Gang == nil {
+		return 0
+	}
+	return p.Gang.MinCount
 }
 
 // times multiplies a quantity.

@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,20 +23,39 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// TestStages: a JobSet sequenced InOrder (by the sequencer) gets one Volcano PodGroup per stage.
-// Stage 1's PodGroup appears only once stage 0 completed (its pods were held back until then,
-// so a PodGroup earlier would only hold queue), stage 0's goes once stage 0 finished, the
-// stages run one after another without deadlock, and none is left when the JobSet completes.
+// TestStages: a JobSet sequenced InOrder (by the sequencer) gets one PodGroup per stage
+// (Volcano's; then Kubernetes' own, under one Workload holding both stages' templates from the
+// start). Stage 1's PodGroup appears only once stage 0 completed (its pods were held back until
+// then, so a PodGroup earlier would only hold queue), stage 0's goes once stage 0 finished, the
+// stages run one after another without deadlock, and none is left when the JobSet completes
+// (nor the Workload).
 func TestStages(t *testing.T) {
-	f := framework.NamespacedFeature("one PodGroup per stage, each for as long as its stage runs", "stages", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerKubernetes} {
+		testStages(t, s)
+	}
+}
+
+func testStages(t *testing.T, s contract.Scheduler) {
+	f := framework.NamespacedFeature(fmt.Sprintf("%s: one PodGroup per stage, each for as long as its stage runs", s), "stages", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		js := newJobSet(ns, "train", contract.SchedulerVolcano).
+		js := newJobSet(ns, "train", s).
 			annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder)).
 			replicated("init", 1, 2, "3s").replicated("main", 2, 2, "3s").JobSet
 		framework.CreateAll(ctx, t, c, js)
 		stage0, stage1 := "train-stage-0", "train-stage-1"
-		checkPodGroup(ctx, t, c, ns, stage0, contract.SchedulerVolcano, 2)
+		checkPodGroup(ctx, t, c, ns, stage0, s, 2)
+		if s == contract.SchedulerKubernetes {
+			// Every stage's template from the start: the API adds none later.
+			wl := workload(ctx, t, c, ns, "train")
+			var got []string
+			for _, tp := range wl.Spec.PodGroupTemplates {
+				got = append(got, fmt.Sprintf("%s minCount %d", tp.Name, minCount(tp.SchedulingPolicy)))
+			}
+			if want := []string{"stage-0 minCount 2", "stage-1 minCount 4"}; !slices.Equal(got, want) {
+				t.Errorf("Workload templates %q, want %q", got, want)
+			}
+		}
 
 		// Watch until the JobSet completes: when each PodGroup is seen, and when stage 0 is.
 		seen := map[string]time.Time{}
@@ -43,7 +63,7 @@ func TestStages(t *testing.T) {
 		var stage0GoneWhileMainRuns bool
 		framework.Eventually(ctx, t, 3*time.Minute, "JobSet completes", func(ctx context.Context) (bool, string, error) {
 			now := time.Now()
-			names, err := podGroupNames(ctx, c, ns, js.Name, contract.SchedulerVolcano)
+			names, err := podGroupNames(ctx, c, ns, js.Name, s)
 			if err != nil {
 				return false, err.Error(), nil
 			}
@@ -86,32 +106,73 @@ func TestStages(t *testing.T) {
 		if !stage0GoneWhileMainRuns {
 			t.Errorf("stage 0's PodGroup was never seen gone while stage 1 ran")
 		}
-		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano)
-		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"PodGroupCreated": 2, "PodGroupDeleted": 2})
+		waitPodGroups(ctx, t, c, ns, js.Name, s)
+		want := map[string]int{"PodGroupCreated": 2, "PodGroupDeleted": 2}
+		if s == contract.SchedulerKubernetes {
+			waitWorkloadGone(ctx, t, c, ns, "train")
+			want["WorkloadCreated"], want["WorkloadDeleted"] = 1, 1
+		}
+		framework.WaitEventCounts(ctx, t, c, js, want)
 		return ctx
 	})
 	testenv.Test(t, f)
 }
 
-// TestSuspendChangeResume: a suspended JobSet has its coscheduling PodGroup; when its
-// parallelism changes while suspended (as Kueue changes it), the PodGroup follows; resumed, the
-// JobSet runs with the new size and, once finished, leaves no PodGroup.
+// TestSuspendChangeResume: a suspended JobSet has its PodGroup (coscheduling's; then
+// Kubernetes' own and its Workload); when its parallelism changes while suspended (as Kueue
+// changes it), the PodGroup (and the Workload's template) follows; resumed, the JobSet runs with
+// the new size and, once finished, leaves no PodGroup (nor Workload).
 func TestSuspendChangeResume(t *testing.T) {
 	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
 		"immutable and parallelism cannot change while suspended")
-	f := framework.NamespacedFeature("suspend, change, resume", "PodGroup follows the JobSet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	testSuspendChangeResume(t, contract.SchedulerCoscheduling)
+	testSuspendChangeResume(t, contract.SchedulerKubernetes)
+}
+
+func testSuspendChangeResume(t *testing.T, s contract.Scheduler) {
+	f := framework.NamespacedFeature(fmt.Sprintf("%s: suspend, change, resume", s), "PodGroup follows the JobSet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		js := newJobSet(ns, "elastic", contract.SchedulerCoscheduling).
-			annotate(contract.ScheduleTimeoutAnnotationKey, "30").
-			replicated("w", 1, 2, "2s").JobSet
+		j := newJobSet(ns, "elastic", s)
+		if s == contract.SchedulerCoscheduling {
+			j = j.annotate(contract.ScheduleTimeoutAnnotationKey, "30")
+		}
+		js := j.replicated("w", 1, 2, "2s").JobSet
 		js.Spec.Suspend = ptr.To(true)
 		framework.CreateAll(ctx, t, c, js)
-		pg := coschedPodGroup(ctx, t, c, ns, "elastic")
-		if pg.Spec.MinMember != 2 || ptr.Deref(pg.Spec.ScheduleTimeoutSeconds, 0) != 30 {
-			t.Fatalf("PodGroup spec %+v: want minMember 2, scheduleTimeoutSeconds 30", pg.Spec)
+		// size reads the PodGroup's minMember or minCount (and the Workload template's).
+		var size func(ctx context.Context) (int32, string, error)
+		if s == contract.SchedulerKubernetes {
+			nativePodGroup(ctx, t, c, ns, "elastic")
+			size = func(ctx context.Context) (int32, string, error) {
+				var pg schedulingv1beta1.PodGroup
+				var wl schedulingv1beta1.Workload
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "elastic"}, &pg); err != nil {
+					return 0, "", err
+				}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "elastic"}, &wl); err != nil || len(wl.Spec.PodGroupTemplates) != 1 {
+					return 0, "", fmt.Errorf("Workload: %v, templates %+v", err, wl.Spec.PodGroupTemplates)
+				}
+				pgMin, wlMin := minCount(pg.Spec.SchedulingPolicy), minCount(wl.Spec.PodGroupTemplates[0].SchedulingPolicy)
+				if pgMin != wlMin {
+					return 0, fmt.Sprintf("PodGroup minCount %d, Workload template minCount %d", pgMin, wlMin), nil
+				}
+				return pgMin, fmt.Sprintf("minCount %d (PodGroup and Workload)", pgMin), nil
+			}
+		} else {
+			pg := coschedPodGroup(ctx, t, c, ns, "elastic")
+			if pg.Spec.MinMember != 2 || ptr.Deref(pg.Spec.ScheduleTimeoutSeconds, 0) != 30 {
+				t.Fatalf("PodGroup spec %+v: want minMember 2, scheduleTimeoutSeconds 30", pg.Spec)
+			}
+			expectResources(t, pg.Spec.MinResources, 2)
+			size = func(ctx context.Context) (int32, string, error) {
+				err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+				return pg.Spec.MinMember, fmt.Sprintf("minMember %d", pg.Spec.MinMember), err
+			}
 		}
-		expectResources(t, pg.Spec.MinResources, 2)
+		if n, what, err := size(ctx); err != nil || n != 2 {
+			t.Fatalf("before the change: %s, %v; want 2", what, err)
+		}
 
 		changed := time.Now()
 		if err := retryUpdate(ctx, c, js, func() {
@@ -120,13 +181,18 @@ func TestSuspendChangeResume(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("changing parallelism while suspended: %v", err)
 		}
-		framework.Eventually(ctx, t, 30*time.Second, "PodGroup minMember 3", func(ctx context.Context) (bool, string, error) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
-			return err == nil && pg.Spec.MinMember == 3, fmt.Sprintf("minMember %d, %v", pg.Spec.MinMember, err), nil
+		framework.Eventually(ctx, t, 30*time.Second, "PodGroup size 3", func(ctx context.Context) (bool, string, error) {
+			n, what, err := size(ctx)
+			return err == nil && n == 3, fmt.Sprintf("%s, %v", what, err), nil
 		})
-		t.Logf("PodGroup updated %s after the change", time.Since(changed).Round(time.Millisecond))
-		expectResources(t, pg.Spec.MinResources, 3)
+		t.Logf("%s: PodGroup updated %s after the change", s, time.Since(changed).Round(time.Millisecond))
+		if s == contract.SchedulerCoscheduling {
+			expectResources(t, coschedPodGroup(ctx, t, c, ns, "elastic").Spec.MinResources, 3)
+		}
 		waitEvent(ctx, t, c, js, "PodGroupUpdated")
+		if s == contract.SchedulerKubernetes {
+			waitEvent(ctx, t, c, js, "WorkloadUpdated")
+		}
 
 		if err := retryUpdate(ctx, c, js, func() { js.Spec.Suspend = ptr.To(false) }); err != nil {
 			t.Fatal(err)
@@ -135,11 +201,15 @@ func TestSuspendChangeResume(t *testing.T) {
 		if n := len(pods(ctx, t, c, ns, js.Name)); n != 3 {
 			t.Errorf("%d pods ran, want 3", n)
 		}
-		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerCoscheduling)
+		waitPodGroups(ctx, t, c, ns, js.Name, s)
 		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
 			t.Fatalf("the JobSet itself must stay: %v", err)
 		}
 		waitEvent(ctx, t, c, js, "PodGroupDeleted")
+		if s == contract.SchedulerKubernetes {
+			waitWorkloadGone(ctx, t, c, ns, "elastic")
+			waitEvent(ctx, t, c, js, "WorkloadDeleted")
+		}
 		return ctx
 	})
 	testenv.Test(t, f)

@@ -43,6 +43,13 @@ func TestStories(t *testing.T) {
 				t.Errorf("stage 1 minMember %d, want 4", pg.Spec.MinMember)
 			}
 		}},
+		{"kubernetes-gang.yaml", contract.SchedulerKubernetes, func(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet) {
+			pg := nativePodGroup(ctx, t, c, js.Namespace, js.Name)
+			wl := workload(ctx, t, c, js.Namespace, js.Name)
+			if minCount(pg.Spec.SchedulingPolicy) != 4 || len(wl.Spec.PodGroupTemplates) != 1 || minCount(wl.Spec.PodGroupTemplates[0].SchedulingPolicy) != 4 {
+				t.Errorf("PodGroup spec %+v, Workload templates %+v: want minCount 4 in both", pg.Spec, wl.Spec.PodGroupTemplates)
+			}
+		}},
 	} {
 		f := framework.NamespacedFeature(tc.file, "gang-scheduled to completion", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
@@ -58,6 +65,9 @@ func TestStories(t *testing.T) {
 				checkPodNamesGang(t, &p, tc.scheduler, group)
 			}
 			waitPodGroups(ctx, t, c, js.Namespace, js.Name, tc.scheduler)
+			if tc.scheduler == contract.SchedulerKubernetes {
+				waitWorkloadGone(ctx, t, c, js.Namespace, js.Name)
+			}
 			return ctx
 		})
 		testenv.Test(t, f)
