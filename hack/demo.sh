@@ -64,11 +64,11 @@ echo "== PersistentVolumeClaims made by volumeclaims (the retained ones; shared 
 "$K" get pvc -A -l app.kubernetes.io/managed-by=volumeclaims.jobset-addons.io \
 	-L jobset.sigs.k8s.io/jobset-name,volumeclaims.jobset-addons.io/replicatedjob,volumeclaims.jobset-addons.io/job-index,volumeclaims.jobset-addons.io/pod-index
 echo
-echo "== PodGroups made by podgroups (each goes once its JobSet or stage finished: none should be left)"
-"$K" get podgroups.scheduling.volcano.sh,podgroups.scheduling.x-k8s.io -A -l app.kubernetes.io/managed-by=podgroups.jobset-addons.io 2>&1
+echo "== PodGroups and Workloads made by podgroups (each goes once its JobSet or stage finished: none should be left)"
+"$K" get podgroups.scheduling.volcano.sh,podgroups.scheduling.x-k8s.io,podgroups.scheduling.k8s.io,workloads.scheduling.k8s.io -A -l app.kubernetes.io/managed-by=podgroups.jobset-addons.io 2>&1
 echo
 echo "== what volumeclaims, sequencer and podgroups did, as Events on the JobSets"
-"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|StageReleased|PodGroup|NetworkTopology|JOBSET' | cut -c1-150
+"$K" get events -A --field-selector involvedObject.kind=JobSet -o custom-columns=JOBSET:.involvedObject.name,REASON:.reason,MESSAGE:.message | grep -E 'VolumeClaims|StageReleased|PodGroup|Workload|NetworkTopology|JOBSET' | cut -c1-150
 echo
 echo "== what sequencer released (sequencer.jobset-addons.io/released)"
 "$K" get jobsets -A -o custom-columns='JOBSET:.metadata.name,RELEASED:.metadata.annotations.sequencer\.jobset-addons\.io/released' | grep -v '<none>'
