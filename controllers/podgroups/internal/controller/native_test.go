@@ -3,15 +3,18 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -153,5 +156,32 @@ func TestNativeBuilderValidates(t *testing.T) {
 	empty.MinMember = 0
 	if got := nativePodGroupSpec(js, empty, "").SchedulingPolicy.Gang.MinCount; got != 1 {
 		t.Errorf("minCount of a gang of no pods = %d, want 1", got)
+	}
+}
+
+// TestRecentlyDeleted: a UID this process deleted is "going" until the cache shows the
+// deletion or addon.MadeTTL has passed, so that a PodGroup a finalizer holds is deleted, and
+// told, once.
+func TestRecentlyDeleted(t *testing.T) {
+	start := time.Unix(1000, 0)
+	r := &Reconciler{Clock: clocktesting.NewFakeClock(start)}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "one"}}
+	if r.going(pg) || r.going(nil) {
+		t.Fatal("going before any deletion")
+	}
+	r.deleted.add("one", start)
+	if !r.going(pg) {
+		t.Error("not going right after its deletion")
+	}
+	if r.going(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "other"}}) {
+		t.Error("another UID of the name is going")
+	}
+	r.Clock = clocktesting.NewFakeClock(start.Add(addon.MadeTTL))
+	if r.going(pg) {
+		t.Error("still going after MadeTTL")
+	}
+	pg.DeletionTimestamp = &metav1.Time{Time: start}
+	if !r.going(pg) {
+		t.Error("not going with a deletionTimestamp")
 	}
 }

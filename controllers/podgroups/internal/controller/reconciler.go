@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -57,6 +58,9 @@ type Reconciler struct {
 	// made holds the PodGroups created that the cache does not show yet; madeWorkloads the
 	// same for Workloads (a Workload and a PodGroup may share a name).
 	made, madeWorkloads *addon.Made
+	// deleted holds the objects this process deleted that a finalizer may still hold and the
+	// cache may not show deleted yet.
+	deleted recentlyDeleted
 
 	warned addon.Told
 }
@@ -202,6 +206,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	for _, g := range want {
+		if r.going(have[g.Name]) {
+			// Deleted, held by a finalizer (the Workload API's podgroup-protection, while pods
+			// name it): its removal brings the next reconcile, which makes it again.
+			delete(have, g.Name)
+			continue
+		}
 		if have[g.Name] == nil && r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
 			// Created by this process, not in the cache yet: its arrival brings the next
 			// reconcile, or, should none come, the requeue.
@@ -212,6 +222,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		delete(have, g.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if r.going(have[name]) {
+			continue // deleted already, its finalizer not yet removed
+		}
 		if err := r.deletePodGroup(ctx, js, b, have[name], why[name]); err != nil {
 			errList = append(errList, err)
 		}
@@ -407,6 +420,8 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 		have = nil
 	} else if !Ours(have, js) {
 		have = nil // the cache holds ours only; write reads it again and tells
+	} else if r.going(have) {
+		return false, false, nil // being deleted: its removal brings the next reconcile
 	}
 	did, _, err := r.write(ctx, js, "Workload", r.madeWorkloads, want, have, b.newWorkload, b.adoptWorkload)
 	templates := len(gangs)
@@ -438,6 +453,46 @@ func (r *Reconciler) checkTopology(js *jobsetv1alpha2.JobSet, b *Backend, s gang
 	}
 }
 
+// terminating tells whether o (nil: none) was deleted and waits on a finalizer.
+func terminating(o client.Object) bool {
+	return o != nil && !o.GetDeletionTimestamp().IsZero()
+}
+
+// recentlyDeleted remembers, for addon.MadeTTL, the UIDs of the objects this process deleted.
+// A PodGroup of the Workload API stays after its deletion while a finalizer (podgroup-protection)
+// holds it, and until the cache shows its deletionTimestamp a reconcile would take it for one to
+// delete, and delete it, and tell it, again.
+type recentlyDeleted struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+func (d *recentlyDeleted) add(uid types.UID, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == nil {
+		d.at = map[types.UID]time.Time{}
+	}
+	for u, at := range d.at {
+		if now.Sub(at) >= addon.MadeTTL {
+			delete(d.at, u)
+		}
+	}
+	d.at[uid] = now
+}
+
+func (d *recentlyDeleted) has(uid types.UID, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.at[uid]
+	return ok && now.Sub(at) < addon.MadeTTL
+}
+
+// going tells whether o is on its way out: deleted, as the cache shows or as this process did.
+func (r *Reconciler) going(o client.Object) bool {
+	return terminating(o) || (o != nil && r.deleted.has(o.GetUID(), r.Clock.Now()))
+}
+
 // remove deletes one of our objects, with a UID precondition: never a newer one of the name.
 // It tells whether it deleted it (not when it was gone already or replaced).
 func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (bool, error) {
@@ -449,6 +504,7 @@ func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (
 		reconcileErrors.WithLabelValues("delete").Inc()
 		return false, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err)
 	}
+	r.deleted.add(uid, r.Clock.Now())
 	return true, nil
 }
 
@@ -474,7 +530,7 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 		return nil // never made
 	}
 	wl := meta(*b.Workload)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: name}, wl); err != nil || !Ours(wl, js) {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: name}, wl); err != nil || !Ours(wl, js) || r.going(wl) {
 		return client.IgnoreNotFound(err)
 	}
 	deleted, err := r.remove(ctx, "Workload", wl)
