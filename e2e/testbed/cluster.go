@@ -41,12 +41,12 @@ const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 
 // The Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup, beta but off by default
 // in Kubernetes 1.37), turned on in a testbed of Kubernetes WorkloadAPISince or later so that
-// kube-scheduler gang-schedules pods naming a PodGroup (podgroups' scheduler kubernetes). Only
-// GenericWorkload: not WorkloadWithJob (the Job controller would make Workloads of its own for
-// Jobs), nor the alpha gates podgroups does not use.
+// kube-scheduler gang-schedules pods naming a PodGroup (podgroups' scheduler kubernetes), with
+// TopologyAwareWorkloadScheduling (alpha) for its topology key. Not WorkloadWithJob nor the
+// other alpha gates, which podgroups does not use.
 const (
 	WorkloadAPISince         = "1.37.0"
-	WorkloadAPIFeatureGates  = "GenericWorkload=true"
+	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
 	WorkloadAPIRuntimeConfig = "scheduling.k8s.io/v1beta1=true"
 )
 

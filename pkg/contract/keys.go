@@ -188,6 +188,13 @@ const (
 	// NetworkTopologySpec of the JobSet's PodGroups. Parse it with ParseNetworkTopology.
 	NetworkTopologyAnnotationKey = "podgroups." + Domain + "/network-topology"
 
+	// TopologyKeyAnnotationKey is a JobSet annotation, written by the user, for
+	// SchedulerKubernetes only: a node label key (such as topology.kubernetes.io/zone, or a
+	// rack label) whose one value each gang's pods must all share. podgroups writes it as the
+	// gang's schedulingConstraints.topology[0].key, read by kube-scheduler where the feature gate
+	// TopologyAwareWorkloadScheduling (alpha) is on. Parse it with ParseTopologyKey.
+	TopologyKeyAnnotationKey = "podgroups." + Domain + "/topology-key"
+
 	// ScheduleTimeoutAnnotationKey is a JobSet annotation, written by the user, for the
 	// coscheduling scheduler only: the PodGroup's scheduleTimeoutSeconds, how long a gang's pods
 	// wait in the scheduler's Permit stage for the rest of the gang. Parse it with

@@ -146,6 +146,7 @@ func TestKeys(t *testing.T) {
 		"NetworkTopologyAnnotationKey": NetworkTopologyAnnotationKey, "VolcanoGroupNameAnnotationKey": VolcanoGroupNameAnnotationKey,
 		"CoschedulingPodGroupLabelKey": CoschedulingPodGroupLabelKey, "PodGroupStageLabelKey": PodGroupStageLabelKey,
 		"ScheduleTimeoutAnnotationKey": ScheduleTimeoutAnnotationKey, "PodGroupSpecHashAnnotationKey": PodGroupSpecHashAnnotationKey,
+		"TopologyKeyAnnotationKey":   TopologyKeyAnnotationKey,
 		"VolumeClaimsManagedByValue": VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
 		"SequencerManagedByValue": SequencerManagedByValue, "PodGroupsManagedByValue": PodGroupsManagedByValue,
 		"EnabledValue": EnabledValue, "Domain": Domain,

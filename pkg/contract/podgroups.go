@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -80,6 +81,19 @@ func ParseNetworkTopology(value string, path *field.Path) (NetworkTopology, fiel
 		errs = append(errs, field.Invalid(path.Child("highestTierAllowed"), *nt.HighestTierAllowed, "must be at least 1"))
 	}
 	return *nt, joinErrors(decodeErrs, errs)
+}
+
+// ParseTopologyKey parses the value of the TopologyKeyAnnotationKey annotation: a node label
+// key (a qualified name, with an optional DNS subdomain prefix). The empty value is refused.
+func ParseTopologyKey(value string, path *field.Path) (string, field.ErrorList) {
+	if value == "" {
+		return "", field.ErrorList{field.Required(path, "must be a node label key, such as topology.kubernetes.io/zone")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return value, errs
 }
 
 // ParseScheduleTimeout parses the value of the ScheduleTimeoutAnnotationKey annotation: a

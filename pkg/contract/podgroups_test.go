@@ -37,6 +37,31 @@ func TestParseNetworkTopology(t *testing.T) {
 	}
 }
 
+func TestParseTopologyKey(t *testing.T) {
+	path := JobSetAnnotationPath(TopologyKeyAnnotationKey)
+	for value, wantErrs := range map[string]int{
+		"topology.kubernetes.io/zone": 0,
+		"rack":                        0,
+		"":                            1,
+		"Not A Key":                   1,
+		"a/b/c":                       1,
+		"-rack":                       1,
+	} {
+		got, errs := ParseTopologyKey(value, path)
+		if len(errs) != wantErrs {
+			t.Errorf("%q: errors %v, want %d", value, errs, wantErrs)
+		}
+		for _, e := range errs {
+			if e.Field != path.String() {
+				t.Errorf("%q: error at %s, want %s", value, e.Field, path)
+			}
+		}
+		if wantErrs == 0 && got != value {
+			t.Errorf("%q: got %q", value, got)
+		}
+	}
+}
+
 func TestParseScheduleTimeout(t *testing.T) {
 	path := JobSetAnnotationPath(ScheduleTimeoutAnnotationKey)
 	for value, want := range map[string]int32{"1": 1, "60": 60, " 300 ": 300, "2147483647": 2147483647} {

@@ -19,10 +19,11 @@ import (
 func annotationPath(key string) string { return "metadata.annotations[" + key + "]" }
 
 var (
-	schedulerPath = annotationPath(contract.SchedulerAnnotationKey)
-	queuePath     = annotationPath(contract.VolcanoQueueNameAnnotationKey)
-	topologyPath  = annotationPath(contract.NetworkTopologyAnnotationKey)
-	timeoutPath   = annotationPath(contract.ScheduleTimeoutAnnotationKey)
+	schedulerPath   = annotationPath(contract.SchedulerAnnotationKey)
+	queuePath       = annotationPath(contract.VolcanoQueueNameAnnotationKey)
+	topologyPath    = annotationPath(contract.NetworkTopologyAnnotationKey)
+	timeoutPath     = annotationPath(contract.ScheduleTimeoutAnnotationKey)
+	topologyKeyPath = annotationPath(contract.TopologyKeyAnnotationKey)
 )
 
 // TestBadInputRefused: every bad gang setting is refused at admission by the podgroups webhook,
@@ -65,6 +66,10 @@ func TestBadInputRefused(t *testing.T) {
 		{"topology for kubernetes", func(j jobSet) jobSet {
 			return native(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
 		}, []string{topologyPath}},
+		{"topology key for volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{topologyKeyPath}},
+		{"topology key not a label key", func(j jobSet) jobSet {
+			return native(j).annotate(contract.TopologyKeyAnnotationKey, "racks/of/nodes")
+		}, []string{topologyKeyPath}},
 		{"queue for kubernetes", func(j jobSet) jobSet { return native(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
 		{"nine stages for kubernetes", func(j jobSet) jobSet {
 			j = native(j).annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))

@@ -48,29 +48,12 @@ func TestGang(t *testing.T) {
 			created := time.Now()
 			framework.CreateAll(ctx, t, c, js)
 			checkPodGroup(ctx, t, c, ns, "gang", s, 4)
-			framework.Eventually(ctx, t, time.Minute, "4 gang pods created", func(ctx context.Context) (bool, string, error) {
-				n := len(pods(ctx, t, c, ns, js.Name))
-				return n == 4, fmt.Sprintf("%d pods", n), nil
-			})
-			for _, p := range pods(ctx, t, c, ns, js.Name) {
-				checkPodNamesGang(t, &p, s, "gang")
-			}
-			hold := time.Now().Add(8 * time.Second)
-			for time.Now().Before(hold) {
-				if n := bound(pods(ctx, t, c, ns, js.Name)); n > 0 {
-					t.Fatalf("%d pods of the gang were bound while only 3 of 4 fit", n)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			holdUnbound(ctx, t, c, ns, js.Name, 4, "only 3 of 4 fit", func(p *corev1.Pod) { checkPodNamesGang(t, p, s, "gang") })
 
 			// Room for all: bound together.
 			roomAt := time.Now()
 			addPoolNode(ctx, t, cfg, ns, ns+"-b", 3)
-			framework.Eventually(ctx, t, 90*time.Second, "all 4 gang pods bound", func(ctx context.Context) (bool, string, error) {
-				ps := pods(ctx, t, c, ns, js.Name)
-				return len(ps) == 4 && bound(ps) == 4, fmt.Sprintf("%d pods, %d bound", len(ps), bound(ps)), nil
-			})
-			allBound := time.Since(roomAt)
+			allBound := waitAllBound(ctx, t, c, ns, js.Name, 4, roomAt)
 			var at []time.Time
 			for _, p := range pods(ctx, t, c, ns, js.Name) {
 				for _, cond := range p.Status.Conditions {

@@ -3,6 +3,7 @@ package podgroups_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -94,6 +95,12 @@ const poolLabel = "podgroups-e2e/pool"
 // pool's pods land there, and removes it when the test ends.
 func addPoolNode(ctx context.Context, t *testing.T, cfg *envconf.Config, pool, name string, podsRoom int) {
 	t.Helper()
+	addPoolNodeLabelled(ctx, t, cfg, pool, name, podsRoom, nil)
+}
+
+// addPoolNodeLabelled is addPoolNode with more node labels.
+func addPoolNodeLabelled(ctx context.Context, t *testing.T, cfg *envconf.Config, pool, name string, podsRoom int, labels map[string]string) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +110,9 @@ func addPoolNode(ctx context.Context, t *testing.T, cfg *envconf.Config, pool, n
 		corev1.ResourcePods: *resource.NewQuantity(int64(podsRoom), resource.DecimalSI),
 	}
 	taint := corev1.Taint{Key: poolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule}
-	if err := testbed.AddNode(ctx, cs, name, map[string]string{poolLabel: pool}, []corev1.Taint{taint}, alloc); err != nil {
+	nodeLabels := map[string]string{poolLabel: pool}
+	maps.Copy(nodeLabels, labels)
+	if err := testbed.AddNode(ctx, cs, name, nodeLabels, []corev1.Taint{taint}, alloc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
@@ -117,6 +126,38 @@ func pods(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string)
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// holdUnbound waits for the JobSet's n pods, checks each (check may be nil), and fails the
+// test if any is bound within 8 s: the gang must wait, because of why.
+func holdUnbound(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, n int, why string, check func(*corev1.Pod)) {
+	t.Helper()
+	framework.Eventually(ctx, t, time.Minute, fmt.Sprintf("%d gang pods created", n), func(ctx context.Context) (bool, string, error) {
+		got := len(pods(ctx, t, c, ns, jobSet))
+		return got == n, fmt.Sprintf("%d pods", got), nil
+	})
+	if check != nil {
+		for _, p := range pods(ctx, t, c, ns, jobSet) {
+			check(&p)
+		}
+	}
+	hold := time.Now().Add(8 * time.Second)
+	for time.Now().Before(hold) {
+		if got := bound(pods(ctx, t, c, ns, jobSet)); got > 0 {
+			t.Fatalf("%d pods of the gang were bound while %s", got, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitAllBound waits until the JobSet's n pods are all bound, and says how long after since.
+func waitAllBound(ctx context.Context, t *testing.T, c client.Client, ns, jobSet string, n int, since time.Time) time.Duration {
+	t.Helper()
+	framework.Eventually(ctx, t, 90*time.Second, fmt.Sprintf("all %d gang pods bound", n), func(ctx context.Context) (bool, string, error) {
+		ps := pods(ctx, t, c, ns, jobSet)
+		return len(ps) == n && bound(ps) == n, fmt.Sprintf("%d pods, %d bound", len(ps), bound(ps)), nil
+	})
+	return time.Since(since)
 }
 
 // bound counts the pods given a node.

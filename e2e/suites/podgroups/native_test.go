@@ -3,10 +3,12 @@ package podgroups_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -58,6 +60,46 @@ func TestWorkloadNotOurs(t *testing.T) {
 			return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err), nil
 		})
 		unchanged("once the JobSet is deleted")
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestTopologyKey: nodes in two racks with room for a gang of 4 only across racks (2 and 2): a
+// kubernetes gang held to one rack (podgroups.jobset-addons.io/topology-key) gets none bound
+// for 8 s; once rack a has room for 4, all 4 are bound there, every one on a node of rack a.
+func TestTopologyKey(t *testing.T) {
+	const rackLabel = "podgroups-e2e/rack"
+	f := framework.NamespacedFeature("kubernetes: a gang held to one rack", "topology", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a1", 2, map[string]string{rackLabel: "a"})
+		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-b1", 2, map[string]string{rackLabel: "b"})
+		js := newJobSet(ns, "racked", contract.SchedulerKubernetes).annotate(contract.TopologyKeyAnnotationKey, rackLabel).
+			replicated("w", 2, 2, "300s").onPool(ns).JobSet
+		created := time.Now()
+		framework.CreateAll(ctx, t, c, js)
+		wantConstraint := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackLabel}}}
+		pg := nativePodGroup(ctx, t, c, ns, "racked")
+		wl := workload(ctx, t, c, ns, "racked")
+		if !equality.Semantic.DeepEqual(pg.Spec.SchedulingConstraints, wantConstraint) || len(wl.Spec.PodGroupTemplates) != 1 ||
+			!equality.Semantic.DeepEqual(wl.Spec.PodGroupTemplates[0].SchedulingConstraints, wantConstraint) {
+			t.Fatalf("PodGroup constraints %+v, Workload templates %+v: want topology key %s in both", pg.Spec.SchedulingConstraints, wl.Spec.PodGroupTemplates, rackLabel)
+		}
+		holdUnbound(ctx, t, c, ns, js.Name, 4, "no rack had room for 4", nil)
+		roomAt := time.Now()
+		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a2", 2, map[string]string{rackLabel: "a"})
+		allBound := waitAllBound(ctx, t, c, ns, js.Name, 4, roomAt)
+		var nodes []string
+		for _, p := range pods(ctx, t, c, ns, js.Name) {
+			nodes = append(nodes, p.Spec.NodeName)
+			if p.Spec.NodeName != ns+"-a1" && p.Spec.NodeName != ns+"-a2" {
+				t.Errorf("pod %s bound to %s, not in rack a", p.Name, p.Spec.NodeName)
+			}
+		}
+		slices.Sort(nodes)
+		t.Logf("0 of 4 bound for 8 s with 2+2 room across racks a and b; room added in rack a %s after the JobSet's creation; all 4 seen bound %s after that, on %v",
+			roomAt.Sub(created).Round(time.Millisecond), allBound.Round(time.Millisecond), nodes)
 		return ctx
 	})
 	testenv.Test(t, f)

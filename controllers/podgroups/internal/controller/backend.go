@@ -29,7 +29,7 @@ type Backend struct {
 	// serve it too. buildWorkload, newWorkload and adoptWorkload are then set.
 	Workload *schema.GroupVersionKind
 	// buildWorkload builds it for every gang of the JobSet, each with its priority class.
-	buildWorkload func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (client.Object, error)
+	buildWorkload func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, s gang.Settings, priorityClass func(gang.Gang) string) (client.Object, error)
 	// newWorkload is an empty one.
 	newWorkload func() client.Object
 	// adoptWorkload is adopt for it.
@@ -43,9 +43,10 @@ type Backend struct {
 	// adopt copies into a PodGroup of ours on the server (have) what want, built by Build, says
 	// and the API lets change, keeping the rest of have.
 	adopt func(have, want client.Object)
-	// droppedTopology tells whether a PodGroup, as the apiserver returned it, lost the
-	// networkTopology it was sent with (a CRD that does not know the field prunes it).
-	droppedTopology func(client.Object) bool
+	// droppedTopology says, when a PodGroup, as the apiserver returned it, lost the topology
+	// the settings asked for (a CRD that does not know the field prunes it; an apiserver without
+	// the feature gate drops it), why: the Warning's message. "" when nothing was dropped.
+	droppedTopology func(gang.Settings, client.Object) string
 }
 
 // Backends are the three gang schedulers podgroups drives.
@@ -79,8 +80,11 @@ var Backends = map[contract.Scheduler]*Backend{
 			adoptMeta(have, want)
 			have.(*volcanov1beta1.PodGroup).Spec = want.(*volcanov1beta1.PodGroup).Spec
 		},
-		droppedTopology: func(o client.Object) bool {
-			return o.(*volcanov1beta1.PodGroup).Spec.NetworkTopology == nil
+		droppedTopology: func(s gang.Settings, o client.Object) string {
+			if s.NetworkTopology == nil || o.(*volcanov1beta1.PodGroup).Spec.NetworkTopology != nil {
+				return ""
+			}
+			return fmt.Sprintf("The Volcano PodGroup CRD installed has no spec.networkTopology and dropped it from PodGroup %s: upgrade Volcano's CRDs for network-topology-aware scheduling", o.GetName())
 		},
 	},
 	contract.SchedulerCoscheduling: {
@@ -101,26 +105,26 @@ var Backends = map[contract.Scheduler]*Backend{
 			adoptMeta(have, want)
 			have.(*coschedv1alpha1.PodGroup).Spec = want.(*coschedv1alpha1.PodGroup).Spec
 		},
-		droppedTopology: func(client.Object) bool { return false },
+		droppedTopology: func(gang.Settings, client.Object) string { return "" },
 	},
 	contract.SchedulerKubernetes: {
 		Scheduler:        contract.SchedulerKubernetes,
 		GroupVersionKind: schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"),
 		Workload:         ptr.To(schedulingv1beta1.SchemeGroupVersion.WithKind("Workload")),
-		buildWorkload: func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (client.Object, error) {
-			return NativeWorkload(js, gangs, priorityClass)
+		buildWorkload: func(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, s gang.Settings, priorityClass func(gang.Gang) string) (client.Object, error) {
+			return NativeWorkload(js, gangs, s.TopologyKey, priorityClass)
 		},
 		newWorkload:   func() client.Object { return &schedulingv1beta1.Workload{} },
 		adoptWorkload: adoptNativeWorkload,
 		New:           func() client.Object { return &schedulingv1beta1.PodGroup{} },
-		spec: func(js *jobsetv1alpha2.JobSet, g gang.Gang, _ gang.Settings, priorityClass, _ string) any {
-			return nativePodGroupSpec(js, g, priorityClass)
+		spec: func(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, _ string) any {
+			return nativePodGroupSpec(js, g, s.TopologyKey, priorityClass)
 		},
 		setSpec: func(o client.Object, spec any) {
 			o.(*schedulingv1beta1.PodGroup).Spec = spec.(schedulingv1beta1.PodGroupSpec)
 		},
 		adopt:           adoptNativePodGroup,
-		droppedTopology: func(client.Object) bool { return false },
+		droppedTopology: nativeDroppedTopology,
 	},
 }
 

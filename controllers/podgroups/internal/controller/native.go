@@ -21,8 +21,9 @@ import (
 // template when the gang may run.
 
 // nativeBuilder is the workloadbuilder of gang g alone: a leaf item, the gang policy with
-// minCount = the gang's pods, the gang's priority class, owned by the JobSet.
-func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass string) (*workloadbuilder.Builder, string, error) {
+// minCount = the gang's pods, the gang's priority class, the topology key (if any) as its
+// scheduling constraint, owned by the JobSet.
+func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
 	template, err := contract.PodGroupTemplateName(g.Stage.Index)
 	if err != nil {
 		return nil, "", err
@@ -38,6 +39,9 @@ func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass string)
 			Policy:            &workloadbuilder.SchedulingPolicy{Gang: &workloadbuilder.GangSchedulingPolicy{MinCount: ptr.To(nativeMinCount(g))}},
 			PriorityClassName: priorityClass,
 		},
+	}
+	if topologyKey != "" {
+		item.DefaultConfig.Constraints = &workloadbuilder.SchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: topologyKey}}}
 	}
 	owner := metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
 	b := workloadbuilder.NewBuilder(item, workloadbuilder.BuildOptions{
@@ -55,8 +59,8 @@ func nativeMinCount(g gang.Gang) int32 { return max(g.MinMember, 1) }
 
 // nativePodGroupSpec is gang g's PodGroup spec, made by workloadbuilder from the gang's
 // template: workloadRef {<jobset>, stage-<i>}, gang minCount, priorityClassName.
-func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass string) schedulingv1beta1.PodGroupSpec {
-	b, template, err := nativeBuilder(js, g, priorityClass)
+func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) schedulingv1beta1.PodGroupSpec {
+	b, template, err := nativeBuilder(js, g, topologyKey, priorityClass)
 	if err == nil {
 		if _, err = b.BuildWorkload(); err == nil {
 			var pg *schedulingv1beta1.PodGroup
@@ -72,10 +76,10 @@ func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, priorityClass st
 // NativeWorkload is the JobSet's Workload: one PodGroup template per gang, each compiled by
 // workloadbuilder, the JobSet as controllerRef and controller owner, our labels and the hash of
 // what it holds. priorityClass gives each gang's class.
-func NativeWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error) {
+func NativeWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, topologyKey string, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error) {
 	var wl *schedulingv1beta1.Workload
 	for _, g := range gangs {
-		b, _, err := nativeBuilder(js, g, priorityClass(g))
+		b, _, err := nativeBuilder(js, g, topologyKey, priorityClass(g))
 		if err != nil {
 			return nil, err
 		}
@@ -122,4 +126,14 @@ func adoptNativePodGroup(have, want client.Object) {
 	if h.Spec.SchedulingPolicy.Gang != nil && w.Spec.SchedulingPolicy.Gang != nil {
 		h.Spec.SchedulingPolicy.Gang.MinCount = w.Spec.SchedulingPolicy.Gang.MinCount
 	}
+}
+
+// nativeDroppedTopology: an apiserver without the feature gate TopologyAwareWorkloadScheduling
+// drops schedulingConstraints from a PodGroup as it is created.
+func nativeDroppedTopology(s gang.Settings, o client.Object) string {
+	if s.TopologyKey == "" || o.(*schedulingv1beta1.PodGroup).Spec.SchedulingConstraints != nil {
+		return ""
+	}
+	return fmt.Sprintf("The apiserver dropped the topology constraint (%s %s) from PodGroup %s: it needs the feature gate TopologyAwareWorkloadScheduling, "+
+		"and kube-scheduler too; the gang is scheduled without it", contract.TopologyKeyAnnotationKey, s.TopologyKey, o.GetName())
 }

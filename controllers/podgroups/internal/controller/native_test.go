@@ -40,7 +40,7 @@ func gangMinCount(n int32) schedulingv1beta1.PodGroupSchedulingPolicy {
 // and its priority class; the JobSet as controllerRef and controller owner; our labels.
 func TestNativeWorkload(t *testing.T) {
 	js, gangs := nativeJobSet(true)
-	wl, err := NativeWorkload(js, gangs, func(g gang.Gang) string { return g.PriorityClassNames[0] })
+	wl, err := NativeWorkload(js, gangs, "", func(g gang.Gang) string { return g.PriorityClassNames[0] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestNativeWorkload(t *testing.T) {
 	// The hash follows minCount.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
 	bigger, _ := gang.Gangs(js, contract.SchedulerKubernetes)
-	wl2, err := NativeWorkload(js, bigger, func(gang.Gang) string { return "" })
+	wl2, err := NativeWorkload(js, bigger, "", func(gang.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestNativeAdopt(t *testing.T) {
 		t.Errorf("labels %v annotations %v", have.Labels, have.Annotations)
 	}
 
-	wl, err := NativeWorkload(js, gangs, func(gang.Gang) string { return "new-class" })
+	wl, err := NativeWorkload(js, gangs, "", func(gang.Gang) string { return "new-class" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestNativeAdopt(t *testing.T) {
 func TestNativeBuilderValidates(t *testing.T) {
 	js, gangs := nativeJobSet(true)
 	for _, g := range gangs {
-		b, _, err := nativeBuilder(js, g, "high")
+		b, _, err := nativeBuilder(js, g, "", "high")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,8 +154,41 @@ func TestNativeBuilderValidates(t *testing.T) {
 	}
 	empty := gangs[0]
 	empty.MinMember = 0
-	if got := nativePodGroupSpec(js, empty, "").SchedulingPolicy.Gang.MinCount; got != 1 {
+	if got := nativePodGroupSpec(js, empty, "", "").SchedulingPolicy.Gang.MinCount; got != 1 {
 		t.Errorf("minCount of a gang of no pods = %d, want 1", got)
+	}
+}
+
+// TestNativeTopologyKey: the topology key goes into every template of the Workload and into
+// each PodGroup as its one scheduling constraint, and a PodGroup that comes back without it (an
+// apiserver without TopologyAwareWorkloadScheduling) is told.
+func TestNativeTopologyKey(t *testing.T) {
+	b := Backends[contract.SchedulerKubernetes]
+	js, gangs := nativeJobSet(true)
+	s := gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "example.com/rack"}
+	want := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: "example.com/rack"}}}
+	wl, err := NativeWorkload(js, gangs, s.TopologyKey, func(gang.Gang) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range wl.Spec.PodGroupTemplates {
+		if diff := cmp.Diff(want, tp.SchedulingConstraints); diff != "" {
+			t.Errorf("template %s constraints (-want +got):\n%s", tp.Name, diff)
+		}
+	}
+	pg := b.Build(js, gangs[1], s, "", "").(*schedulingv1beta1.PodGroup)
+	if diff := cmp.Diff(want, pg.Spec.SchedulingConstraints); diff != "" {
+		t.Errorf("PodGroup constraints (-want +got):\n%s", diff)
+	}
+	if why := b.droppedTopology(s, pg); why != "" {
+		t.Errorf("kept constraints told as dropped: %s", why)
+	}
+	pg.Spec.SchedulingConstraints = nil
+	if why := b.droppedTopology(s, pg); why == "" {
+		t.Error("dropped constraints not told")
+	}
+	if why := b.droppedTopology(gang.Settings{Scheduler: contract.SchedulerKubernetes}, pg); why != "" {
+		t.Errorf("no key asked for, yet told: %s", why)
 	}
 }
 

@@ -196,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	waiting := false
 	if b.Workload != nil && len(want) > 0 {
 		// The Workload first: the PodGroups refer to it.
-		ok, pending, err := r.ensureWorkload(ctx, js, b, gangs)
+		ok, pending, err := r.ensureWorkload(ctx, js, b, gangs, s)
 		waiting = pending
 		if err != nil || !ok {
 			if err != nil {
@@ -403,8 +403,8 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 // ours when a gang's demand changed. ok is false when the PodGroups must not be made: the
 // Workload of that name is not ours. pending is true when this process made it and the cache
 // does not show it yet.
-func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, gangs []gang.Gang) (ok, pending bool, err error) {
-	want, err := b.buildWorkload(js, gangs, func(g gang.Gang) string { pc, _ := g.PriorityClass(r); return pc })
+func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, gangs []gang.Gang, s gang.Settings) (ok, pending bool, err error) {
+	want, err := b.buildWorkload(js, gangs, s, func(g gang.Gang) string { pc, _ := g.PriorityClass(r); return pc })
 	if err != nil {
 		return false, false, err
 	}
@@ -443,13 +443,10 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	return err == nil, false, err
 }
 
-// checkTopology warns once when the apiserver dropped the networkTopology the PodGroup was sent
-// with.
+// checkTopology warns once when the apiserver dropped the topology the PodGroup was sent with.
 func (r *Reconciler) checkTopology(js *jobsetv1alpha2.JobSet, b *Backend, s gang.Settings, got client.Object) {
-	if s.NetworkTopology != nil && b.droppedTopology(got) {
-		r.warnOnce(js, ReasonNetworkTopologyDropped, "topology-dropped",
-			"The %s PodGroup CRD installed has no spec.networkTopology and dropped it from PodGroup %s: upgrade Volcano's CRDs for network-topology-aware scheduling",
-			b.Scheduler, got.GetName())
+	if why := b.droppedTopology(s, got); why != "" {
+		r.warnOnce(js, ReasonNetworkTopologyDropped, "topology-dropped", "%s", why)
 	}
 }
 

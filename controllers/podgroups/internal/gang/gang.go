@@ -56,13 +56,16 @@ type Settings struct {
 	NetworkTopology *contract.NetworkTopology
 	// ScheduleTimeoutSeconds is coscheduling's Permit timeout; nil leaves the scheduler's.
 	ScheduleTimeoutSeconds *int32
+	// TopologyKey is the node label key each gang's pods must share one value of (kubernetes
+	// only); empty when not asked for.
+	TopologyKey string
 }
 
 // Uses tells whether the JobSet asks for gang scheduling: it has the scheduler annotation, or
 // another annotation that only podgroups reads (so that a JobSet that sets one without the
 // scheduler is told so rather than silently ignored).
 func Uses(js *jobsetv1alpha2.JobSet) bool {
-	for _, k := range []string{contract.SchedulerAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey} {
+	for _, k := range []string{contract.SchedulerAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey} {
 		if _, ok := js.Annotations[k]; ok {
 			return true
 		}
@@ -71,7 +74,7 @@ func Uses(js *jobsetv1alpha2.JobSet) bool {
 }
 
 // ImmutableKeys are the JobSet annotations podgroups reads: none may change after creation.
-var ImmutableKeys = []string{contract.SchedulerAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey}
+var ImmutableKeys = []string{contract.SchedulerAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey}
 
 // Parse reads the JobSet's podgroups annotations, every problem a field error: an unknown
 // scheduler, a malformed queue, topology or timeout, and a setting the chosen scheduler does
@@ -91,7 +94,7 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 		if s.Scheduler != "" && s.Scheduler != backend {
 			msg := fmt.Sprintf("applies only to scheduler %q, not %q", backend, s.Scheduler)
 			if key == contract.NetworkTopologyAnnotationKey && s.Scheduler == contract.SchedulerKubernetes {
-				msg += ": podgroups does not map it to the Workload API's schedulingConstraints.topology (alpha gate TopologyAwareWorkloadScheduling) yet"
+				msg += fmt.Sprintf(": Volcano's tiers do not map to the Workload API; name a node label with %s instead", contract.TopologyKeyAnnotationKey)
 			}
 			errs = append(errs, field.Forbidden(path(key), msg))
 			return false
@@ -108,6 +111,11 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 		nt, nerrs := contract.ParseNetworkTopology(v, path(contract.NetworkTopologyAnnotationKey))
 		errs = append(errs, nerrs...)
 		s.NetworkTopology = &nt
+	}
+	if v, ok := a[contract.TopologyKeyAnnotationKey]; ok && onlyFor(contract.TopologyKeyAnnotationKey, contract.SchedulerKubernetes) {
+		var kerrs field.ErrorList
+		s.TopologyKey, kerrs = contract.ParseTopologyKey(v, path(contract.TopologyKeyAnnotationKey))
+		errs = append(errs, kerrs...)
 	}
 	if v, ok := a[contract.ScheduleTimeoutAnnotationKey]; ok && onlyFor(contract.ScheduleTimeoutAnnotationKey, contract.SchedulerCoscheduling) {
 		t, terrs := contract.ParseScheduleTimeout(v, path(contract.ScheduleTimeoutAnnotationKey))

@@ -79,6 +79,7 @@ func TestParse(t *testing.T) {
 	const queue, topology, timeout = contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey
 	volcano, cosched := Settings{Scheduler: contract.SchedulerVolcano}, Settings{Scheduler: contract.SchedulerCoscheduling}
 	native := Settings{Scheduler: contract.SchedulerKubernetes}
+	const key, keyPath = contract.TopologyKeyAnnotationKey, "metadata.annotations[podgroups.jobset-addons.io/topology-key]"
 	cases := map[string]struct {
 		annotations map[string]string
 		want        Settings
@@ -100,6 +101,9 @@ func TestParse(t *testing.T) {
 		"topology for kubernetes":        {annotations: sched("kubernetes", topology, "{mode: hard}"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, topologyPath)}},
 		"queue for kubernetes":           {annotations: sched("kubernetes", queue, "q"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, queuePath)}},
 		"timeout for kubernetes":         {annotations: sched("kubernetes", timeout, "9"), want: native, wantErrs: []string{fe(field.ErrorTypeForbidden, timeoutPath)}},
+		"kubernetes with a topology key": {annotations: sched("kubernetes", key, "topology.kubernetes.io/zone"), want: Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "topology.kubernetes.io/zone"}},
+		"topology key not a label key":   {annotations: sched("kubernetes", key, "a/b/c"), want: native, wantErrs: []string{fe(field.ErrorTypeInvalid, keyPath)}},
+		"topology key for volcano":       {annotations: sched("volcano", key, "rack"), want: volcano, wantErrs: []string{fe(field.ErrorTypeForbidden, keyPath)}},
 		"unknown scheduler":              {annotations: sched("kube-batch"), wantErrs: []string{fe(field.ErrorTypeNotSupported, schedulerPath)}},
 		"topology without scheduler":     {annotations: kv(topology, "{mode: hard}"), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
 		"queue for coscheduling":         {annotations: sched("coscheduling", queue, "q"), want: cosched, wantErrs: []string{fe(field.ErrorTypeForbidden, queuePath)}},

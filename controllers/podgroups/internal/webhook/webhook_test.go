@@ -206,7 +206,7 @@ func TestValidate(t *testing.T) {
 			js:        jobSet("train", kv(schedulerKey, "kubernetes", topologyKey, "{mode: hard}"), rj("a", "", "")),
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 			wantErrs:  []string{fe(field.ErrorTypeForbidden, "metadata.annotations[podgroups.jobset-addons.io/network-topology]")},
-			message:   "schedulingConstraints.topology",
+			message:   "topology-key",
 		},
 		"not installed, otherwise valid": {
 			js:       jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", "")),
@@ -262,6 +262,7 @@ func TestValidateUpdate(t *testing.T) {
 		{queueKey, "research", "production"},
 		{topologyKey, "{mode: hard}", "{mode: soft}"},
 		{timeoutKey, "30", "60"},
+		{contract.TopologyKeyAnnotationKey, "rack", "zone"},
 	}
 	path := func(key string) string { return contract.JobSetAnnotationPath(key).String() }
 	for _, k := range keys {
@@ -282,7 +283,7 @@ func TestValidateUpdate(t *testing.T) {
 			})
 		}
 	}
-	t.Run("all four changed", func(t *testing.T) {
+	t.Run("all changed", func(t *testing.T) {
 		oldJS, newJS := jobSet("train", kv()), jobSet("train", kv())
 		var want []string
 		for _, k := range keys {
