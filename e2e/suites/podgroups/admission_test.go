@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/retry"
@@ -67,7 +68,7 @@ func TestBadInputRefused(t *testing.T) {
 			return native(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
 		}, []string{topologyPath}},
 		{"topology key for volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{topologyKeyPath}},
-		{"topology key not a label key", func(j jobSet) jobSet {
+		{"topology key for kubernetes not a label key", func(j jobSet) jobSet {
 			return native(j).annotate(contract.TopologyKeyAnnotationKey, "racks/of/nodes")
 		}, []string{topologyKeyPath}},
 		{"queue for kubernetes", func(j jobSet) jobSet { return native(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
@@ -88,6 +89,9 @@ func TestBadInputRefused(t *testing.T) {
 	f := features.New("bad gang settings are refused with their field paths").WithSetup("namespace", framework.Namespace)
 	for _, tc := range cases {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if strings.Contains(tc.name, "kubernetes") {
+				requireWorkloadAPI(t, cfg)
+			}
 			c := framework.Client(t, cfg)
 			js := tc.build(newJobSet(framework.NamespaceFrom(ctx), "bad", "").replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s")).JobSet
 			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.podgroups.jobset-addons.io", tc.wantPaths)
@@ -149,6 +153,9 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 			t.Errorf("no call of the podgroups webhooks counted at all: is the metric there?")
 		}
 		for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
+			if s == contract.SchedulerKubernetes && !workloadAPIServed(t, cfg) {
+				continue
+			}
 			if names, err := podGroupNames(ctx, c, ns, js.Name, s); err != nil || len(names) > 0 {
 				t.Errorf("%s PodGroups of a plain JobSet: %v %v", s, names, err)
 			}

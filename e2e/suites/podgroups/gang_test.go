@@ -24,6 +24,9 @@ import (
 func TestGang(t *testing.T) {
 	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 		f := framework.NamespacedFeature(fmt.Sprintf("%s: all of the gang or none of it", s), "gang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if s == contract.SchedulerKubernetes {
+				requireWorkloadAPI(t, cfg)
+			}
 			c := framework.Client(t, cfg)
 			ns := framework.NamespaceFrom(ctx)
 			addPoolNode(ctx, t, cfg, ns, ns+"-a", 3)

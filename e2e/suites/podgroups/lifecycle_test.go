@@ -37,6 +37,9 @@ func TestStages(t *testing.T) {
 
 func testStages(t *testing.T, s contract.Scheduler) {
 	f := framework.NamespacedFeature(fmt.Sprintf("%s: one PodGroup per stage, each for as long as its stage runs", s), "stages", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		if s == contract.SchedulerKubernetes {
+			requireWorkloadAPI(t, cfg)
+		}
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "train", s).
@@ -131,6 +134,9 @@ func TestSuspendChangeResume(t *testing.T) {
 
 func testSuspendChangeResume(t *testing.T, s contract.Scheduler) {
 	f := framework.NamespacedFeature(fmt.Sprintf("%s: suspend, change, resume", s), "PodGroup follows the JobSet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		if s == contract.SchedulerKubernetes {
+			requireWorkloadAPI(t, cfg)
+		}
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		j := newJobSet(ns, "elastic", s)

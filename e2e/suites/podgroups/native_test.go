@@ -22,6 +22,7 @@ import (
 // changes it nor deletes it, while the JobSet runs or once it is deleted.
 func TestWorkloadNotOurs(t *testing.T) {
 	f := framework.NamespacedFeature("kubernetes: a user's Workload of the JobSet's name", "left alone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		requireWorkloadAPI(t, cfg)
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		users := &schedulingv1beta1.Workload{
@@ -71,6 +72,7 @@ func TestWorkloadNotOurs(t *testing.T) {
 func TestTopologyKey(t *testing.T) {
 	const rackLabel = "podgroups-e2e/rack"
 	f := framework.NamespacedFeature("kubernetes: a gang held to one rack", "topology", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		requireWorkloadAPI(t, cfg)
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a1", 2, map[string]string{rackLabel: "a"})

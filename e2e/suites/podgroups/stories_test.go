@@ -52,6 +52,9 @@ func TestStories(t *testing.T) {
 		}},
 	} {
 		f := framework.NamespacedFeature(tc.file, "gang-scheduled to completion", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if tc.scheduler == contract.SchedulerKubernetes {
+				requireWorkloadAPI(t, cfg)
+			}
 			c := framework.Client(t, cfg)
 			js, objs := framework.Example(t, "podgroups", tc.file, framework.NamespaceFrom(ctx))
 			framework.CreateAll(ctx, t, c, objs...)
