@@ -9,9 +9,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -44,13 +46,19 @@ func BenchmarkPodGroups(b *testing.B) {
 	runAddonBench(b, "podgroups", []scenario{
 		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
 		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c, e.tb) }},
+		{"kubernetes", func(e benchEnv) []row { return nativeVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
 	})
 }
 
 // gangJobSet is a suspended Volcano JobSet of one Indexed ReplicatedJob: 2 Jobs of pods pods.
 func gangJobSet(ns, name string, pods int32) *jobsetv1alpha2.JobSet {
+	return gangJobSetOf(contract.SchedulerVolcano, ns, name, pods)
+}
+
+// gangJobSetOf is gangJobSet gang-scheduled by s.
+func gangJobSetOf(s contract.Scheduler, ns, name string, pods int32) *jobsetv1alpha2.JobSet {
 	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerVolcano)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{contract.SchedulerAnnotationKey: string(s)}},
 		Spec: jobsetv1alpha2.JobSetSpec{
 			Suspend: ptr.To(true),
 			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
@@ -247,4 +255,73 @@ func watchList(ctx context.Context, b *testing.B, tb testbed.Config, list client
 		b.Fatal(err)
 	}
 	return w
+}
+
+var (
+	nativePodGroupList = schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroupList")
+	nativeWorkloadList = schedulingv1beta1.SchemeGroupVersion.WithKind("WorkloadList")
+)
+
+// nativeVersusBare: the kubernetes backend, 500 suspended JobSets: the time from the first
+// JobSet create until 500 PodGroups (and their Workloads) exist, then the controller's own rate
+// against a bare loop that makes the very same Workload and PodGroup per JobSet (name, labels,
+// annotations, owner, controllerRef, workloadRef, gang minCount), in rounds as for Volcano; the
+// count that stops each clock is of PodGroups, each made after its Workload.
+func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
+	const n = 500
+	ns := namespace(ctx, b, c, "bench-native")
+	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
+	start := time.Now()
+	if err := createParallel(n, 8, func(i int) error {
+		return c.Create(ctx, gangJobSetOf(contract.SchedulerKubernetes, ns, fmt.Sprintf("wl-%d", i), 2))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	endToEnd := timeUntil(ctx, b, c, start, nativePodGroupList, ns, ours, n)
+	if got := countObjects(ctx, c, nativeWorkloadList, ns, ours); got != n {
+		b.Fatalf("%d Workloads for %d PodGroups", got, n)
+	}
+	timeUntil(ctx, b, c, time.Now(), batchv1.SchemeGroupVersion.WithKind("JobList"), ns, nil, 2*n)
+	time.Sleep(2 * time.Second)
+	var jobSets jobsetv1alpha2.JobSetList
+	if err := c.List(ctx, &jobSets, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	if len(jobSets.Items) != n {
+		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
+	}
+	gang := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}}
+	res := restartBench{
+		addon: "podgroups", ns: ns, list: nativePodGroupList, resource: "podgroups", ours: ours, n: n,
+		also: []schema.GroupVersionKind{nativeWorkloadList},
+		qps:  pgQPS, burst: pgBurst,
+		bare: func(rc *rest.Config) func(i int) error {
+			bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(i int) error {
+				js := &jobSets.Items[i]
+				meta := metav1.ObjectMeta{
+					Namespace: ns, Name: js.Name,
+					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
+				}
+				if err := bare.Create(ctx, &schedulingv1beta1.Workload{ObjectMeta: meta, Spec: schedulingv1beta1.WorkloadSpec{
+					ControllerRef:     &schedulingv1beta1.TypedLocalObjectReference{APIGroup: jobsetv1alpha2.GroupVersion.Group, Kind: "JobSet", Name: js.Name},
+					PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: "stage-0", SchedulingPolicy: gang}},
+				}}); err != nil {
+					return err
+				}
+				return bare.Create(ctx, &schedulingv1beta1.PodGroup{ObjectMeta: *meta.DeepCopy(), Spec: schedulingv1beta1.PodGroupSpec{
+					WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: js.Name, TemplateName: "stage-0"},
+					SchedulingPolicy: *gang.DeepCopy(),
+				}})
+			}
+		},
+		eventReason: "PodGroupCreated", events: n,
+	}.run(ctx, b, c, tb, cs)
+	return append(res.rows(fmt.Sprintf("%d Workloads + %d PodGroups (kubernetes), QPS %d", n, n, pgQPS), "ratio >= 0.9", n),
+		row{what: fmt.Sprintf("%d kubernetes JobSets created to %d PodGroups (after their Workloads), end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"})
 }

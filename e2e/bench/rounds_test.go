@@ -87,7 +87,10 @@ type restartBench struct {
 	list     schema.GroupVersionKind
 	resource string
 	ours     client.MatchingLabels
-	n        int
+	// also are the List kinds of other objects made with each one (the kubernetes backend's
+	// Workload beside its PodGroup), deleted with it between the windows.
+	also []schema.GroupVersionKind
+	n    int
 	// qps and burst are the add-on's client limits, which the bare loop gets too.
 	qps   float32
 	burst int
@@ -225,15 +228,17 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		}
 	}
 	deleteAll := func() {
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(rb.list.GroupVersion().WithKind(strings.TrimSuffix(rb.list.Kind, "List")))
-		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(rb.ns), rb.ours); err != nil {
-			b.Fatal(err)
-		}
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return countObjects(ctx, c, rb.list, rb.ns, rb.ours) == 0, nil
-		}); err != nil {
-			b.Fatal(err)
+		for _, list := range append([]schema.GroupVersionKind{rb.list}, rb.also...) {
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(list.GroupVersion().WithKind(strings.TrimSuffix(list.Kind, "List")))
+			if err := c.DeleteAllOf(ctx, obj, client.InNamespace(rb.ns), rb.ours); err != nil {
+				b.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				return countObjects(ctx, c, list, rb.ns, rb.ours) == 0, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		time.Sleep(time.Second)
 	}
