@@ -36,12 +36,7 @@ func TestHeldClaims(t *testing.T) {
 		waitClaimsBound(ctx, t, c, ns, js.Name, allClaims(js.Name))
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		waitClaimsTerminating(ctx, t, c, ns, allClaims(js.Name))
-		msg := waitEvent(ctx, t, c, js, "VolumeClaimsHeld")
-		for _, want := range []string{"data-held (4 pods)", "ckpt-held-w-0-0 (1 pod)", "ckpt-held-w-1-1 (1 pod)", "spec.ttlSecondsAfterFinished"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("VolumeClaimsHeld %q does not say %q", msg, want)
-			}
-		}
+		waitEventSaying(ctx, t, c, js, "VolumeClaimsHeld", "data-held (4 pods)", "ckpt-held-w-0-0 (1 pod)", "ckpt-held-w-1-1 (1 pod)", "spec.ttlSecondsAfterFinished")
 		status := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
 		if !strings.Contains(status, "4 pods (4 finished)") || !strings.Contains(status, "Terminating") {
 			t.Errorf("kubectl jobset-addons status does not tell what holds data-held:\n%s", status)
@@ -93,10 +88,7 @@ func TestHeldClaims(t *testing.T) {
 				}
 			} else {
 				waitClaimsTerminating(ctx, t, c, ns, names)
-				msg := waitEvent(ctx, t, c, js, "VolumeClaimsHeld")
-				if !strings.Contains(msg, "ckpt-targeted-w-0-0 (1 pod)") {
-					t.Errorf("VolumeClaimsHeld %q does not name ckpt-targeted-w-0-0 held by 1 pod", msg)
-				}
+				waitEventSaying(ctx, t, c, js, "VolumeClaimsHeld", "ckpt-targeted-w-0-0 (1 pod)")
 				if n := countPods(ctx, t, c, js, "w"); n != 2 {
 					t.Errorf("%d pods of w left, want both kept", n)
 				}
@@ -121,16 +113,24 @@ func TestHeldClaims(t *testing.T) {
 		framework.NamespacedFeature("per-pod, ReplicatedJob done while another runs, finishedPods Retain", "Terminating, VolumeClaimsHeld", targeted("Retain")))
 }
 
-// waitEvent waits for an Event of the reason about js and returns its message.
-func waitEvent(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, reason string) string {
+// waitEventSaying waits until the Events of the reason about js say, between them, every one of
+// wants. The controller tells each held PVC once, as it finds it Terminating, so the PVCs of one
+// JobSet may be told in several Events.
+func waitEventSaying(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, reason string, wants ...string) {
 	t.Helper()
-	var msgs []string
-	framework.Eventually(ctx, t, 30*time.Second, reason+" Event", func(ctx context.Context) (bool, string, error) {
-		var err error
-		msgs, err = framework.EventMessages(ctx, c, js, reason)
-		return err == nil && len(msgs) > 0, fmt.Sprint(err), nil
+	framework.Eventually(ctx, t, 30*time.Second, reason+" Events saying "+strings.Join(wants, ", "), func(ctx context.Context) (bool, string, error) {
+		msgs, err := framework.EventMessages(ctx, c, js, reason)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		all := strings.Join(msgs, "\n")
+		for _, want := range wants {
+			if !strings.Contains(all, want) {
+				return false, fmt.Sprintf("no %s Event says %q; they say: %q", reason, want, msgs), nil
+			}
+		}
+		return true, "", nil
 	})
-	return msgs[0]
 }
 
 // countPods counts the pods of the JobSet's ReplicatedJob rj.

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,7 +48,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		ctrl.LoggerFrom(ctx).Info("PVCs deleted by retention are gone", "count", len(gone))
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonReleased, actionRelease,
+		r.Recorder.Eventf(js, claimRef(js, gone[0]), corev1.EventTypeNormal, ReasonReleased, actionRelease,
 			"%d PersistentVolumeClaims deleted by retention are gone, their storage released: %s", len(gone), names(gone))
 	}
 	if len(terminating) == 0 {
@@ -83,7 +84,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 		return ctrl.Result{}, err
 	}
 
-	var held []string
+	var held, heldNames []string
 	for name, ps := range holders {
 		left := 0 // pods that will not go by themselves: not being deleted, not deleted now
 		for _, p := range ps {
@@ -93,11 +94,13 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 		}
 		if left > 0 && newlyHeld.Has(name) && r.markHeld(key, name) {
 			held = append(held, fmt.Sprintf("%s (%s)", name, plural(left, "pod")))
+			heldNames = append(heldNames, name)
 		}
 	}
 	if len(held) > 0 {
 		slices.Sort(held)
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonHeld, actionRelease,
+		slices.Sort(heldNames)
+		r.Recorder.Eventf(js, claimRef(js, heldNames[0]), corev1.EventTypeNormal, ReasonHeld, actionRelease,
 			"%d PersistentVolumeClaims deleted by retention stay Terminating while pods that ran with them exist (Kubernetes' pvc-protection): %s; %s",
 			len(held), names(held), releasedBy(js))
 	}
@@ -105,6 +108,14 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 		return ctrl.Result{RequeueAfter: heldRecheck}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// claimRef is a PVC of js's namespace by name, as the related object of an Event. Each of these
+// Events names other PVCs (or pods), and the events API folds Events of the same regarding,
+// related, reason and action into one series that keeps the first one's message: without a
+// related object of their own, the PVCs told later would never be seen.
+func claimRef(js *jobsetv1alpha2.JobSet, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: name}}
 }
 
 // releasedBy says what will release a held PVC of js.
@@ -148,7 +159,8 @@ func (r *Reconciler) deleteFinished(ctx context.Context, js *jobsetv1alpha2.JobS
 			}
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted finished pods that held PVCs deleted by retention", "count", n, "pods", told)
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonFinishedPodsDeleted, actionDelete,
+		first := slices.IndexFunc(outcomes, func(o string) bool { return o != "" })
+		r.Recorder.Eventf(js, list[first], corev1.EventTypeNormal, ReasonFinishedPodsDeleted, actionDelete,
 			"Deleted %d finished pods that held PersistentVolumeClaims deleted by retention (finishedPods: Delete): %s", n, names(told))
 	}
 	return failed.report(js, r.Recorder, actionDelete)
