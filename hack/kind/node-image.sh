@@ -16,7 +16,8 @@
 #     filesystem, and pause (e2e/cmd/pause) under the tags kubeadm and kind's containerd ask for;
 #   - a bridge CNI config (the cluster runs without kindnetd: disableDefaultCNI) and a first
 #     entrypoint (hack/kind/node/entrypoint) that makes read-only cgroup v1 hierarchies writable,
-#     and a kubeadm (hack/kind/node/kubeadm) that waits for containerd before it runs.
+#     a kubeadm (hack/kind/node/kubeadm) that waits for containerd before it runs, and the default
+#     StorageClass kind applies (hack/kind/node/default-storage.yaml: WaitForFirstConsumer).
 # Everything else a cluster needs (JobSet, the add-ons, the DRA driver, coscheduling, the test
 # workload) is loaded by kind after the cluster is up, so that one path serves this image and an
 # official kindest/node image alike.
@@ -102,6 +103,7 @@ COPY files/kind/ /kind/
 COPY files/etc/ /etc/
 COPY entrypoint /usr/local/bin/jobset-addons-entrypoint
 COPY kubeadm /usr/local/bin/kubeadm
+COPY default-storage.yaml /kind/manifests/default-storage.yaml
 COPY cri-base.json /etc/containerd/cri-base.json
 COPY 10-bridge.conflist /etc/cni/net.d/10-bridge.conflist
 COPY bin/kubelet bin/kubeadm bin/kubectl /usr/bin/
