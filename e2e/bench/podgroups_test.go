@@ -107,15 +107,7 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 
 	// The controller's own rate, from a start with 500 JobSets and no PodGroup, once the JobSet
 	// controller made their Jobs and the cluster is quiet, against the bare loop.
-	timeUntil(ctx, b, c, time.Now(), batchv1.SchemeGroupVersion.WithKind("JobList"), ns, nil, 2*n)
-	time.Sleep(2 * time.Second)
-	var jobSets jobsetv1alpha2.JobSetList
-	if err := c.List(ctx, &jobSets, client.InNamespace(ns)); err != nil {
-		b.Fatal(err)
-	}
-	if len(jobSets.Items) != n {
-		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
-	}
+	jobSets := quietJobSets(ctx, b, c, ns, n)
 	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
 	// owner reference to the JobSet, spec), in the same namespace.
 	res := restartBench{
@@ -281,15 +273,7 @@ func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	if got := countObjects(ctx, c, nativeWorkloadList, ns, ours); got != n {
 		b.Fatalf("%d Workloads for %d PodGroups", got, n)
 	}
-	timeUntil(ctx, b, c, time.Now(), batchv1.SchemeGroupVersion.WithKind("JobList"), ns, nil, 2*n)
-	time.Sleep(2 * time.Second)
-	var jobSets jobsetv1alpha2.JobSetList
-	if err := c.List(ctx, &jobSets, client.InNamespace(ns)); err != nil {
-		b.Fatal(err)
-	}
-	if len(jobSets.Items) != n {
-		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
-	}
+	jobSets := quietJobSets(ctx, b, c, ns, n)
 	gang := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}}
 	res := restartBench{
 		addon: "podgroups", ns: ns, list: nativePodGroupList, resource: "podgroups", ours: ours, n: n,
@@ -324,4 +308,20 @@ func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	}.run(ctx, b, c, tb, cs)
 	return append(res.rows(fmt.Sprintf("%d Workloads + %d PodGroups (kubernetes), QPS %d", n, n, pgQPS), "ratio >= 0.9", n),
 		row{what: fmt.Sprintf("%d kubernetes JobSets created to %d PodGroups (after their Workloads), end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"})
+}
+
+// quietJobSets waits until the JobSet controller made the Jobs of the n JobSets in ns (two each)
+// and the cluster is quiet, and returns the JobSets.
+func quietJobSets(ctx context.Context, b *testing.B, c client.Client, ns string, n int) *jobsetv1alpha2.JobSetList {
+	b.Helper()
+	timeUntil(ctx, b, c, time.Now(), batchv1.SchemeGroupVersion.WithKind("JobList"), ns, nil, 2*n)
+	time.Sleep(2 * time.Second)
+	var jobSets jobsetv1alpha2.JobSetList
+	if err := c.List(ctx, &jobSets, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	if len(jobSets.Items) != n {
+		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
+	}
+	return &jobSets
 }
