@@ -11,8 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -25,7 +28,10 @@ import (
 // BenchmarkRealNodes (make bench-kind) prints two first figures on real containers:
 //   - one JobSet of 8 pods with all four add-ons (a per-pod PVC, a claim per Job, two stages
 //     released on Ready, a coscheduling gang per stage), from create to every pod Running,
-//     against the same JobSet without the add-ons' annotations, alternately, in the same run;
+//     against the same JobSet without the add-ons' annotations, alternately, in the same run,
+//     both with an emptyDir (plain) and with the per-pod PVC and claim Kubernetes makes itself
+//     (native: a generic ephemeral volume and a ResourceClaimTemplate), so that the add-ons' own
+//     cost is told apart from storage's and DRA's;
 //   - the sequencer's hand-off: from the last container of a stage finishing to the first
 //     container of the next one starting, over BENCH_HANDOFFS two-stage JobSets.
 func BenchmarkRealNodes(b *testing.B) {
@@ -50,7 +56,7 @@ func BenchmarkRealNodes(b *testing.B) {
 			took[v] = append(took[v], d)
 		}
 	}
-	with, unsequenced, ungang, without := took[allFour], took[noStages], took[noGang], took[plain]
+	with, unsequenced, ungang, builtin, without := took[allFour], took[noStages], took[noGang], took[native], took[plain]
 	handoffs, err := handOffs(ctx, c, ns.Name, envInt("BENCH_HANDOFFS", 10))
 	if err != nil {
 		b.Fatal(err)
@@ -60,10 +66,12 @@ func BenchmarkRealNodes(b *testing.B) {
 	fmt.Fprintf(w, "8 pods Running, all four add-ons\t%s\t%s\t%v\n", pct(with, 50), pct(with, 100), with)
 	fmt.Fprintf(w, "8 pods Running, PVC + claim + one gang, no stages\t%s\t%s\t%v\n", pct(unsequenced, 50), pct(unsequenced, 100), unsequenced)
 	fmt.Fprintf(w, "8 pods Running, PVC + claim only (default scheduler)\t%s\t%s\t%v\n", pct(ungang, 50), pct(ungang, 100), ungang)
+	fmt.Fprintf(w, "8 pods Running, plain JobSet, Kubernetes' own per-pod PVC and claim\t%s\t%s\t%v\n", pct(builtin, 50), pct(builtin, 100), builtin)
 	fmt.Fprintf(w, "8 pods Running, plain JobSet\t%s\t%s\t%v\n", pct(without, 50), pct(without, 100), without)
 	fmt.Fprintf(w, "ratio all four / plain (p50; target <= 1.2; includes the Ready hand-off asked for)\t%.2f\t\t\n", float64(pct(with, 50))/float64(pct(without, 50)))
 	fmt.Fprintf(w, "ratio no stages / plain (p50)\t%.2f\t\t\n", float64(pct(unsequenced, 50))/float64(pct(without, 50)))
 	fmt.Fprintf(w, "ratio PVC + claim only / plain (p50; no second scheduler)\t%.2f\t\t\n", float64(pct(ungang, 50))/float64(pct(without, 50)))
+	fmt.Fprintf(w, "ratio PVC + claim only / Kubernetes' own PVC and claim (p50; the add-ons' cost beside storage's and DRA's own)\t%.2f\t\t\n", float64(pct(ungang, 50))/float64(pct(builtin, 50)))
 	fmt.Fprintf(w, "sequencer hand-off, stage done -> next container started\t%s\tp99 %s\t%d JobSets\n", pct(handoffs, 50), pct(handoffs, 99), len(handoffs))
 	w.Flush()
 	if err := c.Delete(ctx, ns); err != nil {
@@ -78,15 +86,16 @@ const (
 	allFour  variant = iota // per-pod PVC, claim per Job, two stages released on Ready, a gang per stage
 	noStages                // the same but no sequencing: one gang of 8, both ReplicatedJobs at once
 	noGang                  // PVC and claim only: no stages, no gang (the default scheduler alone)
+	native                  // no annotation: Kubernetes' own per-pod PVC (a generic ephemeral volume of the same StorageClass) and per-pod claim (a ResourceClaimTemplate)
 	plain                   // no annotation: an emptyDir where the PVC would be
 )
 
-var variants = []variant{allFour, noStages, noGang, plain}
+var variants = []variant{allFour, noStages, noGang, native, plain}
 
 // timeToRunning creates the benchmark JobSet of the variant and returns the time from its create
 // to its 8th pod Running; it deletes it after.
 func timeToRunning(ctx context.Context, c client.Client, ns, name string, v variant) (time.Duration, error) {
-	addons := v != plain
+	addons := v != plain && v != native
 	var ann map[string]string
 	// One pod per Job: a claim shared by the pods of a coscheduling gang deadlocks in
 	// scheduler-plugins v0.33.5 (docs/kind.md, limits).
@@ -108,6 +117,23 @@ func timeToRunning(ctx context.Context, c client.Client, ns, name string, v vari
 		}
 		claim := map[string]string{contract.TemplatesAnnotationKey: fmt.Sprintf(`[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: %s}}]}}}]`, kindbed.DeviceClass)}
 		first.Template.Annotations, second.Template.Annotations = claim, claim
+	} else if v == native {
+		// The same pods, with what Kubernetes itself makes per pod: the PVC of a generic
+		// ephemeral volume, and a ResourceClaim from a ResourceClaimTemplate.
+		if err := ensureClaimTemplate(ctx, c, ns); err != nil {
+			return 0, err
+		}
+		for _, rj := range []*jobsetv1alpha2.ReplicatedJob{&first, &second} {
+			spec := &rj.Template.Spec.Template.Spec
+			spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+				VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
+				}},
+			}}}}
+			spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "dev", ResourceClaimTemplateName: ptr.To(nativeClaimTemplate)}}
+			spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "dev"}}
+		}
 	} else {
 		// The same pods, with an emptyDir where the add-on would give a PVC.
 		for _, rj := range []*jobsetv1alpha2.ReplicatedJob{&first, &second} {
@@ -206,4 +232,18 @@ func envInt(key string, def int) int {
 		return n
 	}
 	return def
+}
+
+// nativeClaimTemplate is the ResourceClaimTemplate of the native variant: one device of the DRA
+// driver, as the add-on's claim per Job asks.
+const nativeClaimTemplate = "dev"
+
+func ensureClaimTemplate(ctx context.Context, c client.Client, ns string) error {
+	t := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nativeClaimTemplate},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "dev", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: kindbed.DeviceClass}}},
+		}}},
+	}
+	return client.IgnoreAlreadyExists(c.Create(ctx, t))
 }
