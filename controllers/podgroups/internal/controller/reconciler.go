@@ -385,12 +385,12 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 		podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
 		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
-			"Created %s PodGroup %s: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
+			"Created %s PodGroup %s: %s", b.Scheduler, g.Name, b.demand(g))
 		r.checkTopology(js, b, s, got)
 	case updated:
 		podGroupsUpdated.WithLabelValues(string(b.Scheduler)).Inc()
 		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
-			"Updated %s PodGroup %s to the JobSet's demand: minMember %d, minResources %s", b.Scheduler, g.Name, g.MinMember, describe(g.MinResources))
+			"Updated %s PodGroup %s to the JobSet's demand: %s", b.Scheduler, g.Name, b.demand(g))
 		r.checkTopology(js, b, s, got)
 	case notOurs:
 		r.warnOnce(js, ReasonNameTaken, "name-taken",
@@ -562,6 +562,15 @@ func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, f
 	}
 	reconcileErrors.WithLabelValues(metricReason).Inc()
 	r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, reason, actionSkip, format, args...)
+}
+
+// demand is what the gang's PodGroup asks, as its backend's fields say it: the Workload API's
+// PodGroup has a gang minCount and no minResources (kube-scheduler sums the pods itself).
+func (b *Backend) demand(g gang.Gang) string {
+	if b.Scheduler == contract.SchedulerKubernetes {
+		return fmt.Sprintf("gang minCount %d", g.MinMember)
+	}
+	return fmt.Sprintf("minMember %d, minResources %s", g.MinMember, describe(g.MinResources))
 }
 
 // describe writes a ResourceList as cpu=4,memory=8Gi, sorted by name.
