@@ -113,24 +113,18 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 	res := restartBench{
 		addon: "podgroups", ns: ns, list: volcanoPodGroupList, resource: "podgroups", ours: ours, n: n,
 		qps: pgQPS, burst: pgBurst,
-		bare: func(rc *rest.Config) func(i int) error {
-			bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return func(i int) error {
-				js := &jobSets.Items[i]
-				return bare.Create(ctx, &volcanov1beta1.PodGroup{
-					ObjectMeta: metav1.ObjectMeta{
-						Namespace: ns, Name: js.Name,
-						Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
-						Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
-						OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-					},
-					Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
-				})
-			}
-		},
+		bare: bareCreates(b, func(bare client.Client, i int) error {
+			js := &jobSets.Items[i]
+			return bare.Create(ctx, &volcanov1beta1.PodGroup{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: ns, Name: js.Name,
+					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
+				},
+				Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+			})
+		}),
 		eventReason: "PodGroupCreated", events: n,
 	}.run(ctx, b, c, tb, cs)
 	h, err := addonHistogram(ctx, tb, "podgroups", "jobset_addons_podgroups_reconcile_duration_seconds", `result="success"`)
@@ -279,31 +273,25 @@ func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		addon: "podgroups", ns: ns, list: nativePodGroupList, resource: "podgroups", ours: ours, n: n,
 		also: []schema.GroupVersionKind{nativeWorkloadList},
 		qps:  pgQPS, burst: pgBurst,
-		bare: func(rc *rest.Config) func(i int) error {
-			bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
-			if err != nil {
-				b.Fatal(err)
+		bare: bareCreates(b, func(bare client.Client, i int) error {
+			js := &jobSets.Items[i]
+			meta := metav1.ObjectMeta{
+				Namespace: ns, Name: js.Name,
+				Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+				Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
 			}
-			return func(i int) error {
-				js := &jobSets.Items[i]
-				meta := metav1.ObjectMeta{
-					Namespace: ns, Name: js.Name,
-					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
-					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
-					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-				}
-				if err := bare.Create(ctx, &schedulingv1beta1.Workload{ObjectMeta: meta, Spec: schedulingv1beta1.WorkloadSpec{
-					ControllerRef:     &schedulingv1beta1.TypedLocalObjectReference{APIGroup: jobsetv1alpha2.GroupVersion.Group, Kind: "JobSet", Name: js.Name},
-					PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: "stage-0", SchedulingPolicy: gang}},
-				}}); err != nil {
-					return err
-				}
-				return bare.Create(ctx, &schedulingv1beta1.PodGroup{ObjectMeta: *meta.DeepCopy(), Spec: schedulingv1beta1.PodGroupSpec{
-					WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: js.Name, TemplateName: "stage-0"},
-					SchedulingPolicy: *gang.DeepCopy(),
-				}})
+			if err := bare.Create(ctx, &schedulingv1beta1.Workload{ObjectMeta: meta, Spec: schedulingv1beta1.WorkloadSpec{
+				ControllerRef:     &schedulingv1beta1.TypedLocalObjectReference{APIGroup: jobsetv1alpha2.GroupVersion.Group, Kind: "JobSet", Name: js.Name},
+				PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: "stage-0", SchedulingPolicy: gang}},
+			}}); err != nil {
+				return err
 			}
-		},
+			return bare.Create(ctx, &schedulingv1beta1.PodGroup{ObjectMeta: *meta.DeepCopy(), Spec: schedulingv1beta1.PodGroupSpec{
+				WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: js.Name, TemplateName: "stage-0"},
+				SchedulingPolicy: *gang.DeepCopy(),
+			}})
+		}),
 		eventReason: "PodGroupCreated", events: n,
 	}.run(ctx, b, c, tb, cs)
 	return append(res.rows(fmt.Sprintf("%d Workloads + %d PodGroups (kubernetes), QPS %d", n, n, pgQPS), "ratio >= 0.9", n),
@@ -324,4 +312,16 @@ func quietJobSets(ctx context.Context, b *testing.B, c client.Client, ns string,
 		b.Fatalf("%d JobSets, want %d", len(jobSets.Items), n)
 	}
 	return &jobSets
+}
+
+// bareCreates is a restartBench bare loop: create(i) makes the i-th object through a client of
+// its own, with the rest.Config the bench gives it.
+func bareCreates(b *testing.B, create func(bare client.Client, i int) error) func(rc *rest.Config) func(i int) error {
+	return func(rc *rest.Config) func(i int) error {
+		bare, err := client.New(rc, client.Options{Scheme: framework.Scheme})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(i int) error { return create(bare, i) }
+	}
 }
