@@ -149,7 +149,7 @@ release-push: $(HELM_DIR)/helm $(RELEASE_TOOL) ## Push dist/ (images, their SBOM
 	$(RELEASE_ENV) hack/release-push.sh $(VERSION) $(REGISTRY)
 
 .PHONY: release-check
-release-check: $(HELM_DIR)/helm $(RELEASE_TOOL) ## make release-push of dist/ to a registry on 127.0.0.1, then helm pull/template from it: images pinned, digests resolve (with KUBECONFIG: server-side dry-run); the release's refusals
+release-check: $(HELM_DIR)/helm $(RELEASE_TOOL) ## make release-push of dist/ to a registry on the host, then helm pull/template from it: images pinned, digests resolve (with KUBECONFIG: server-side dry-run); where Docker answers, a kind cluster installs it from there and runs a JobSet per add-on; the release's refusals
 	$(RELEASE_ENV) KUBECTL=$(TESTBED)/kubectl hack/release-check.sh $(VERSION)
 
 .PHONY: help
@@ -236,6 +236,13 @@ e2e-kind: ## e2e on a kind cluster of real containers with the chart installed (
 		echo "e2e-kind: SKIPPED, not passed: no Docker engine answers ('docker info' fails), so no kind cluster; nothing was built, installed or tested"; \
 	else $(MAKE) --no-print-directory kind-up-deps && \
 		cd e2e && $(KIND_ENV) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 30m -v ./suites/kind/ 2>&1 | $(ROOT)/hack/test-summary.sh; fi
+
+# The kind suite against a release pulled from a registry (make release-check sets KIND_REGISTRY,
+# KIND_CHART, KIND_CHART_VERSION): the add-on pods, and one JobSet per add-on on real pods.
+KIND_RELEASE_TESTS := TestAddonPods|TestWebhooksThroughServices|TestCheckpointsSurviveRestart|TestSharedModelInOrder|TestClaimPerJobSeenByContainer|TestGangOnRealPods
+.PHONY: e2e-kind-release
+e2e-kind-release: kind-up-deps
+	cd e2e && $(KIND_ENV) GOWORK=off go test -count=1 -timeout 30m -v -run '^($(KIND_RELEASE_TESTS))$$' ./suites/kind/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: bench-kind
 bench-kind: kind-up-deps ## First real-node figures on kind: 8 pods with all four add-ons against a plain JobSet; the sequencer's hand-off

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# release-check.sh: make release-check. Proves the release of dist/ installs from a registry,
-# with no Docker engine: it starts an OCI registry on 127.0.0.1 (go-containerregistry's, in
-# memory, hack/release), runs make release-push to it, then, as a user would:
+# release-check.sh: make release-check. Proves the release of dist/ installs from a registry: it
+# starts an OCI registry on the host (go-containerregistry's, in memory, hack/release; on
+# 127.0.0.1, or on every address where a kind node must reach it), runs make release-push to it,
+# then, as a user would:
 #
-#   push      hack/release-push.sh VERSION 127.0.0.1:PORT/jobset-addons
+#   push      hack/release-push.sh VERSION 127.0.0.1:PORT/jobset-addons (localhost:PORT with kind)
 #   pull      helm pull oci://127.0.0.1:PORT/jobset-addons/jobset-addons --version X.Y.Z: the chart
 #             says version X.Y.Z, appVersion VERSION
 #   template  helm template oci://... : every add-on's Deployment runs
@@ -11,6 +12,11 @@
 #             resolves in the registry to a linux/amd64 + linux/arm64 index with its SBOMs
 #   tamper    the same check on a render with one digest changed must fail
 #   dry-run   only with KUBECONFIG: kubectl apply --server-side --dry-run=server of that render
+#   kind      only where a Docker engine answers (RELEASE_CHECK_KIND=0: not even then): make
+#             e2e-kind-release, a kind cluster whose containerd pulls localhost:PORT from the
+#             host's registry (kind's local-registry guide), the chart installed from
+#             oci://localhost:PORT by helm, and the kind suite's add-on pods (each runs the
+#             digest dist/ holds) and one JobSet per add-on on real pods
 #   refusals  in a clone of HEAD: make release refuses a version without a CHANGELOG section and
 #             a dirty tree, and accepts VERSION
 #
@@ -31,11 +37,18 @@ cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 # helm keeps its registry credentials and cache here, not in the user's home.
 export HELM_CONFIG_HOME=$tmp/helm/config HELM_CACHE_HOME=$tmp/helm/cache HELM_DATA_HOME=$tmp/helm/data
-"$RELEASE_TOOL" registry "$tmp/addr" &
+kind=false
+if [[ ${RELEASE_CHECK_KIND:-1} != 0 ]] && docker info >/dev/null 2>&1; then kind=true; fi
+listen=127.0.0.1:0
+$kind && listen=0.0.0.0:0 # the kind node reaches the host at its network's gateway
+"$RELEASE_TOOL" registry "$tmp/addr" "$listen" &
 pid=$!
 for _ in $(seq 100); do [[ -s $tmp/addr ]] && break; sleep 0.1; done
 [[ -s $tmp/addr ]] || die "the registry did not start"
-REG=$(cat "$tmp/addr")/jobset-addons
+REGHOST=$(cat "$tmp/addr")
+# The name in image references: localhost:PORT, which the node's containerd maps to the host.
+$kind && REGHOST=localhost:${REGHOST##*:}
+REG=$REGHOST/jobset-addons
 CHART_VERSION=${VERSION#v}
 
 hack/release-push.sh "$VERSION" "$REG" >"$tmp/push.log" 2>&1 || { cat "$tmp/push.log"; die "make release-push to $REG"; }
@@ -70,6 +83,15 @@ if [[ -n ${KUBECONFIG:-} ]]; then
 	ok "dry-run   $(grep -c 'serverside-applied (server dry run)' "$tmp/dry.log") objects of the render pass kubectl apply --server-side --dry-run=server"
 else
 	echo "not run  dry-run: no KUBECONFIG, no cluster to take the render (make testbed-up, then KUBECONFIG=... make release-check)"
+fi
+
+if $kind; then
+	KIND_REGISTRY=$REGHOST KIND_CHART=oci://$REG/jobset-addons KIND_CHART_VERSION=$CHART_VERSION \
+		make --no-print-directory e2e-kind-release >"$tmp/kind.log" 2>&1 || { cat "$tmp/kind.log"; die "make e2e-kind-release: the release from $REG on kind"; }
+	{ grep -E '^kindbed: |; the node pulled ' "$tmp/kind.log"; sed -n '/^=== summary/,$p' "$tmp/kind.log" | grep -v '^=== '; } | sed 's/^ */          /'
+	ok "kind      a kind cluster pulled the release from $REG and ran a JobSet per add-on ($(($(date +%s) - start))s)"
+else
+	echo "not run  kind: no Docker engine answers (or RELEASE_CHECK_KIND=0); make e2e-kind's cluster would install the release from the registry"
 fi
 
 git clone -q "$ROOT" "$tmp/clone"

@@ -3,6 +3,11 @@
 // kind support from a node image built here offline (make kind-image) or given by the user
 // (KIND_NODE_IMAGE), then every image hack/kind/images.sh built is loaded into it, and JobSet,
 // the gang scheduler, the DRA driver and the chart (all four add-ons) are installed.
+//
+// With a release (KIND_REGISTRY, KIND_CHART, KIND_CHART_VERSION: make release-check), the
+// add-ons come from a registry on the host instead, as a user installs them: the node's
+// containerd pulls from it (kind's local-registry guide: a hosts.toml for the registry's name),
+// and the chart is installed from it by helm's OCI support; the add-on images are not loaded.
 package kindbed
 
 import (
@@ -10,9 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +46,11 @@ const (
 )
 
 // Images loaded into every cluster after it is up (hack/kind/images.sh builds them).
-var Images = []string{
-	"kind.local/volumeclaims:e2e", "kind.local/resourceclaims:e2e", "kind.local/sequencer:e2e",
-	"kind.local/podgroups:e2e", "kind.local/dra-driver:e2e", "kind.local/scheduler-plugins:e2e",
-	WorkloadImage, JobSetImage,
+var Images = append([]string{"kind.local/dra-driver:e2e", "kind.local/scheduler-plugins:e2e", WorkloadImage, JobSetImage}, AddonImages...)
+
+// AddonImages are the add-ons' images built here (hack/kind/values.yaml runs them).
+var AddonImages = []string{
+	"kind.local/volumeclaims:e2e", "kind.local/resourceclaims:e2e", "kind.local/sequencer:e2e", "kind.local/podgroups:e2e",
 }
 
 // JobSetImage is the name JobSet v0.12.0's own manifests give its controller: the image ko
@@ -63,10 +71,18 @@ type Config struct {
 	JobSetSource, SchedulerPluginsSource string
 	// WorkDir holds the kind config, the kubeconfig and the docker wrapper.
 	WorkDir string
+	// A release to install instead of the images built here (all empty: none). Registry is
+	// the registry's name in the release's image references (localhost:PORT, served on the
+	// host on every address); Chart the chart's oci:// reference, ChartVersion its version.
+	Registry, Chart, ChartVersion string
 }
 
+// Release says the add-ons are installed from a registry (KIND_CHART), not loaded.
+func (c Config) Release() bool { return c.Chart != "" }
+
 // DefaultConfig reads the environment that make e2e-kind sets: KIND_CLUSTER_NAME,
-// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC.
+// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC; and, for a release
+// (make release-check), KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION.
 func DefaultConfig() (Config, error) {
 	root, err := testbed.RepoRoot()
 	if err != nil {
@@ -77,7 +93,11 @@ func DefaultConfig() (Config, error) {
 		NodeImage: os.Getenv("KIND_NODE_IMAGE"),
 		KindBin:   os.Getenv("KIND"), HelmBin: os.Getenv("HELM"), KubectlBin: os.Getenv("KUBECTL"),
 		JobSetSource: os.Getenv("JOBSET_SRC"), SchedulerPluginsSource: os.Getenv("SCHEDPLUGINS_SRC"),
-		WorkDir: filepath.Join(root, "bin", "kind"),
+		WorkDir:  filepath.Join(root, "bin", "kind"),
+		Registry: os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
+	}
+	if (c.Registry == "") != (c.Chart == "") || (c.Chart == "") != (c.ChartVersion == "") {
+		return c, errors.New("KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION go together (make release-check sets them)")
 	}
 	if c.NodeImage == "" {
 		b, err := os.ReadFile(filepath.Join(c.WorkDir, "node-image"))
@@ -143,13 +163,20 @@ func Up(ctx context.Context, c Config, log func(string, ...any)) (*kind.Cluster,
 	}
 	log("kind cluster %s up in %s (node image %s)", c.Name, time.Since(start).Round(100*time.Millisecond), c.NodeImage)
 
+	if c.Release() {
+		gw, err := c.mirrorRegistry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		log("the node pulls %s from the registry on the host, at %s", c.Registry, gw)
+	}
 	start = time.Now()
-	for _, img := range Images {
+	for _, img := range c.images() {
 		if err := cluster.LoadImage(ctx, img); err != nil {
 			return nil, fmt.Errorf("kind load docker-image %s: %w", img, err)
 		}
 	}
-	log("%d images loaded in %s", len(Images), time.Since(start).Round(100*time.Millisecond))
+	log("%d images loaded in %s", len(c.images()), time.Since(start).Round(100*time.Millisecond))
 
 	start = time.Now()
 	if err := install(ctx, c); err != nil {
@@ -157,6 +184,46 @@ func Up(ctx context.Context, c Config, log func(string, ...any)) (*kind.Cluster,
 	}
 	log("JobSet, coscheduling, the DRA driver and the chart installed and ready in %s", time.Since(start).Round(100*time.Millisecond))
 	return cluster, nil
+}
+
+// images are the images Up loads: all of Images, but the add-ons' when they come from a release.
+func (c Config) images() []string {
+	if !c.Release() {
+		return Images
+	}
+	var out []string
+	for _, img := range Images {
+		if !slices.Contains(AddonImages, img) {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
+// mirrorRegistry tells the node's containerd where c.Registry is: on the host, reached from the
+// node at its default gateway (the kind network's), over plain HTTP. containerd reads
+// certs.d/<name>/hosts.toml at each pull (config_path, set by clusterConfig), so nothing
+// restarts. It returns the address the node pulls from.
+func (c Config) mirrorRegistry(ctx context.Context) (string, error) {
+	_, port, err := net.SplitHostPort(c.Registry)
+	if err != nil {
+		return "", fmt.Errorf("KIND_REGISTRY=%q: want localhost:PORT: %w", c.Registry, err)
+	}
+	route, err := c.Exec(ctx, "ip", "-4", "route", "show", "default")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(route)) // default via GATEWAY dev eth0 ...
+	if len(f) < 3 || f[1] != "via" {
+		return "", fmt.Errorf("the node has no default route to the host: %q", route)
+	}
+	addr := "http://" + net.JoinHostPort(f[2], port)
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+c.Registry, addr)
+	dir := "/etc/containerd/certs.d/" + c.Registry
+	if _, err := c.run(ctx, []byte(hosts), "docker", "exec", "-i", c.Name+"-control-plane", "sh", "-c", "mkdir -p '"+dir+"' && cat >'"+dir+"/hosts.toml'"); err != nil {
+		return "", err
+	}
+	return addr, nil
 }
 
 // install puts JobSet, the gang scheduler, the DRA driver and the chart into the cluster and
@@ -245,11 +312,19 @@ func (c Config) HelmUninstall(ctx context.Context) error {
 
 func (c Config) helm() *helm.Manager { return helm.New(c.Kubeconfig()).WithPath(c.HelmBin) }
 
+// helmOpts: the chart in this repository with the images loaded (hack/kind/values.yaml), or
+// the release's chart from its registry, with its own images (hack/kind/values-release.yaml).
 func (c Config) helmOpts(ctx context.Context, args []string) []helm.Option {
+	chart := filepath.Join(c.Root, "charts", "jobset-addons")
+	flags := []string{"--create-namespace", "-f", filepath.Join(c.Root, "hack", "kind", "values.yaml")}
+	if c.Release() {
+		chart = c.Chart
+		flags = []string{"--create-namespace", "--version", c.ChartVersion, "--plain-http", "-f", filepath.Join(c.Root, "hack", "kind", "values-release.yaml")}
+	}
 	return []helm.Option{
 		helm.WithContext(ctx), helm.WithName(Release), helm.WithNamespace(AddonsNamespace),
-		helm.WithChart(filepath.Join(c.Root, "charts", "jobset-addons")), helm.WithWait(), helm.WithTimeout("5m"),
-		helm.WithArgs(append([]string{"--create-namespace", "-f", filepath.Join(c.Root, "hack", "kind", "values.yaml")}, args...)...),
+		helm.WithChart(chart), helm.WithWait(), helm.WithTimeout("5m"),
+		helm.WithArgs(append(flags, args...)...),
 	}
 }
 
@@ -365,8 +440,15 @@ func clusterConfig(c Config, h host) string {
 	if c.Offline() {
 		b.WriteString("networking:\n  disableDefaultCNI: true\n")
 	}
+	if h.wrapper != "" || c.Release() {
+		b.WriteString("containerdConfigPatches:\n")
+	}
 	if h.wrapper != "" {
-		b.WriteString("containerdConfigPatches:\n- |-\n  [plugins.\"io.containerd.grpc.v1.cri\"]\n    restrict_oom_score_adj = true\n")
+		b.WriteString("- |-\n  [plugins.\"io.containerd.grpc.v1.cri\"]\n    restrict_oom_score_adj = true\n")
+	}
+	if c.Release() {
+		// Registries are configured by hosts.toml files in this directory (mirrorRegistry).
+		b.WriteString("- |-\n  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n")
 	}
 	var preflight, skip []string
 	if c.Offline() {

@@ -7,7 +7,7 @@
 //	release pin-values VALUES REGISTRY VERSION DIGESTS   pins each add-on's image in a chart's values.yaml
 //	release krew VERSION DIST                 the krew plugin manifest of the plugin archives in DIST
 //	release push DIST VERSION REGISTRY CHART_OUT   pushes the images and SBOMs; writes the chart re-pointed at REGISTRY
-//	release registry ADDR_FILE                a registry on 127.0.0.1 (go-containerregistry's, in memory) until killed
+//	release registry ADDR_FILE LISTEN         a registry on LISTEN (127.0.0.1:0; 0.0.0.0:0 for a kind node to reach), go-containerregistry's, in memory, until killed; its address goes to ADDR_FILE
 //	release check-render RENDER REGISTRY VERSION DIGESTS   every add-on's image in a helm render is pinned and resolves
 //	release extract-app LAYOUT NAME VERSION PLATFORM OUT   the add-on's binary out of its image, to run it
 package main
@@ -45,7 +45,7 @@ var commands = map[string]struct {
 	"pin-values":   {4, func(a []string) error { return pinValuesFile(a[0], a[1], a[2], a[3]) }},
 	"krew":         {2, func(a []string) error { return writeKrew(a[0], a[1], os.Stdout) }},
 	"push":         {4, func(a []string) error { return push(a[0], a[1], a[2], a[3]) }},
-	"registry":     {1, func(a []string) error { return serveRegistry(a[0]) }},
+	"registry":     {2, func(a []string) error { return serveRegistry(a[0], a[1]) }},
 	"check-render": {4, func(a []string) error { return checkRender(a[0], a[1], a[2], a[3]) }},
 	"extract-app":  {5, func(a []string) error { return extractApp(a[0], a[1], a[2], a[3], a[4]) }},
 }

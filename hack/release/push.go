@@ -66,9 +66,10 @@ func push(dist, version, registryPrefix, chartOut string) error {
 }
 
 // serveRegistry serves an in-memory OCI registry (go-containerregistry's pkg/registry) on
-// 127.0.0.1, on a free port it writes to addrFile, until the process is killed.
-func serveRegistry(addrFile string) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// listen (host:0 for a free port), writes the address it listens on to addrFile, and serves
+// until the process is killed.
+func serveRegistry(addrFile, listen string) error {
+	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,8 @@ var addons = []string{"volumeclaims", "resourceclaims", "sequencer", "podgroups"
 
 // TestAddonPods: every add-on runs from its image as the chart deploys it, Ready, with the
 // chart's securityContext in force as the kernel sees it (read from /proc of the container's
-// process on the node), and its memory is reported.
+// process on the node), and its memory is reported. From a release (make release-check), the
+// image is the release's, pinned by digest, and that very digest was pulled from its registry.
 func TestAddonPods(t *testing.T) {
 	f := features.New("add-on pods").Assess("Ready, hardened, measured", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -36,6 +37,7 @@ func TestAddonPods(t *testing.T) {
 			if !ready {
 				t.Errorf("%s: pod %s is not Ready: %+v", name, p.Name, p.Status.Conditions)
 			}
+			checkImage(t, name, p)
 			st := procStatus(ctx, t, p)
 			want := map[string]string{
 				"Uid":        "65532\t65532\t65532\t65532", // runAsUser, every id
@@ -156,6 +158,33 @@ func checkWebhookCA(ctx context.Context, t *testing.T, c client.Client, name str
 }
 
 // addonPod returns the one pod of the add-on's Deployment.
+// checkImage: the add-on's container runs the image the chart names, which is, from a release,
+// <registry>/<prefix>/<name>:<tag>@sha256:..., the node's containerd having pulled that digest;
+// else the image built here and loaded, never pulled.
+func checkImage(t *testing.T, name string, p *corev1.Pod) {
+	t.Helper()
+	image := p.Spec.Containers[0].Image
+	var id string
+	if len(p.Status.ContainerStatuses) > 0 {
+		id = p.Status.ContainerStatuses[0].ImageID
+	}
+	if !kb.Release() {
+		if want := "kind.local/" + name + ":e2e"; image != want {
+			t.Errorf("%s: runs %s, want the image loaded into the node, %s", name, image, want)
+		}
+		return
+	}
+	_, digest, pinned := strings.Cut(image, "@")
+	if !strings.HasPrefix(image, kb.Registry+"/") || !pinned || !strings.HasPrefix(digest, "sha256:") {
+		t.Errorf("%s: runs %s, want an image of the release's registry %s pinned by digest", name, image, kb.Registry)
+		return
+	}
+	if !strings.HasSuffix(id, "@"+digest) {
+		t.Errorf("%s: the node ran image %q, want the digest the chart pins, %s", name, id, digest)
+	}
+	t.Logf("%s: runs %s; the node pulled %s", name, image, id)
+}
+
 func addonPod(ctx context.Context, t *testing.T, c client.Client, name string) *corev1.Pod {
 	t.Helper()
 	var l corev1.PodList
