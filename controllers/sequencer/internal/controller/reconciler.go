@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -163,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			for _, name := range s.ReplicatedJobs {
 				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
 				log.Info("Released a ReplicatedJob", "replicatedJob", name, "stage", s.Index, "attempt", attempt, "waitedFor", describe(s.DependsOn))
-				r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonStageReleased, actionRelease,
+				r.Recorder.Eventf(js, firstJob(jobs.Items, name), corev1.EventTypeNormal, ReasonStageReleased, actionRelease,
 					"Released ReplicatedJob %s (stage %d, restart attempt %d): %s", name, s.Index, attempt, describe(s.DependsOn))
 			}
 		}
@@ -334,4 +335,21 @@ func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, f
 
 func (r *Reconciler) forget(uid types.UID) {
 	r.warned.Forget(uid)
+}
+
+// firstJob is a Job of ReplicatedJob name (nil when none is there yet), the related object of
+// its StageReleased Event: the events API folds Events of one regarding object, related object,
+// reason and action into a series that keeps the first note, so without it the release of a
+// second ReplicatedJob would be shown as the first's.
+func firstJob(jobs []batchv1.Job, name string) runtime.Object {
+	var first *batchv1.Job
+	for i := range jobs {
+		if j := &jobs[i]; j.Labels[contract.ReplicatedJobNameLabelKey] == name && (first == nil || j.Name < first.Name) {
+			first = j
+		}
+	}
+	if first == nil {
+		return nil // not a typed nil: the recorder takes a nil interface as "no related object"
+	}
+	return first
 }

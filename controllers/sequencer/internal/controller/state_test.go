@@ -125,3 +125,21 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstJob: a StageReleased Event relates to a Job of the ReplicatedJob it released (so that
+// the releases of two ReplicatedJobs are two series of Events, not one), and to nothing — a nil
+// interface, not a typed nil — before its Jobs exist.
+func TestFirstJob(t *testing.T) {
+	job := func(name, rj string) batchv1.Job {
+		var j batchv1.Job
+		j.Name, j.Labels = name, map[string]string{contract.ReplicatedJobNameLabelKey: rj}
+		return j
+	}
+	jobs := []batchv1.Job{job("js-b-1", "b"), job("js-a-0", "a"), job("js-b-0", "b")}
+	if got := firstJob(jobs, "b"); got == nil || got.(*batchv1.Job).Name != "js-b-0" {
+		t.Errorf("firstJob(b) = %v, want js-b-0", got)
+	}
+	if got := firstJob(jobs, "c"); got != nil {
+		t.Errorf("firstJob(c) = %#v, want a nil interface", got)
+	}
+}

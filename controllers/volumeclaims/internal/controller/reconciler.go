@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -203,10 +204,10 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	})
 	if n := created.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
+		r.Recorder.Eventf(js, created.related(js), corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
 	}
 	if n := reused.count(); n > 0 {
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
+		r.Recorder.Eventf(js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
 	return failed.report(js, r.Recorder, actionCreate)
 }
@@ -231,7 +232,7 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	})
 	if n := deleted.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Deleted PVCs by retention", "count", n)
-		r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
+		r.Recorder.Eventf(js, deleted.related(js), corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
 	}
 	return failed.report(js, r.Recorder, actionDelete)
 }
@@ -374,6 +375,17 @@ func (r *result) add(name string, err error) {
 
 func (r *result) count() int { return len(r.claims) }
 
+// related is the first PVC of the result, the Event's related object. The events API folds
+// Events of one regarding object, related object, reason and action into a series that keeps
+// the first note; PVCs told of in one Event are never told of again, so each such Event starts
+// a series of its own.
+func (r *result) related(js *jobsetv1alpha2.JobSet) runtime.Object {
+	if len(r.claims) == 0 {
+		return nil
+	}
+	return claimRef(js, r.claims[0])
+}
+
 // names lists up to 10 names, for an event message.
 func (r *result) names() string {
 	const most = 10
@@ -395,6 +407,6 @@ func (r *result) report(js *jobsetv1alpha2.JobSet, rec events.EventRecorder, act
 		return nil
 	}
 	err := errors.Join(r.errs...)
-	rec.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
+	rec.Eventf(js, r.related(js), corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
 	return err
 }
