@@ -20,6 +20,7 @@ KIND_VERSION         := v0.33.0
 KO_VERSION           := v0.18.0
 CONTAINERD_VERSION   := v2.3.4
 CRICTL_VERSION       := v1.37.0
+KUEUE_VERSION        := v0.17.0
 
 ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
@@ -30,6 +31,7 @@ GOVULNCHECK      := $(BIN)/govulncheck-$(VULN_VERSION)/govulncheck
 KIND             := $(BIN)/kind-$(KIND_VERSION)/kind
 KO               := $(BIN)/ko-$(KO_VERSION)/ko
 CONTAINERD_DIR   := $(BIN)/containerd-$(CONTAINERD_VERSION)
+KUEUE_DIR        := $(BIN)/kueue-$(KUEUE_VERSION)
 
 # The matrix `make e2e-compat` runs: <kube>-<jobset> pairs. Other versions of a tool are built
 # from their own wrapper module, tools/<tool>-<version> (tools/<tool> pins the default).
@@ -77,6 +79,12 @@ $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
 $(SCHEDPLUGINS_DIR)/sp-scheduler: tools/schedplugins/go.mod
 	hack/build-tool.sh tools/schedplugins $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
 
+# Kueue, run beside JobSet by the neighbour suites (make e2e-neighbours): its own wrapper module,
+# on its own Kubernetes and JobSet versions (k8s.io/api v0.35, JobSet v0.11.1), a separate binary.
+$(KUEUE_DIR)/kueue: tools/kueue/go.mod
+	hack/build-tool.sh tools/kueue $@ sigs.k8s.io/kueue/cmd/kueue \
+		"-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01"
+
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
 $(KIND): tools/kind/go.mod
@@ -121,11 +129,23 @@ $(COMPAT_STAMPS): $(BIN)/testbed-%/$(COMPAT_STAMP): $$(call testbed_bins,$$(call
 .PHONY: testbed-bins
 testbed-bins: $(TESTBED_STAMP) ## Build (once) every binary the testbed runs
 
+# Kueue in bin/testbed beside the rest: the binary, and kueue-src, the directory of its module
+# source, from which the testbed takes Kueue's CRDs and webhook configurations when it starts it.
+KUEUE_STAMP := $(TESTBED)/.stamp-kueue-$(KUEUE_VERSION)
+$(KUEUE_STAMP): $(TESTBED_STAMP) $(KUEUE_DIR)/kueue
+	ln -sf $(KUEUE_DIR)/kueue $(TESTBED)/kueue
+	echo $(call mod_dir,tools/kueue,sigs.k8s.io/kueue) >$(TESTBED)/kueue-src
+	echo $(KUEUE_VERSION) >$(TESTBED)/kueue-version
+	touch $@
+
+.PHONY: kueue-bins
+kueue-bins: $(KUEUE_STAMP) ## Build (once) Kueue $(KUEUE_VERSION) and link it into bin/testbed (testbedctl kueue)
+
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
@@ -200,8 +220,16 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 
 .PHONY: e2e
-e2e: testbed-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set); the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
+e2e: testbed-bins kueue-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
+	cd e2e && E2E_REDUCED=1 GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
+
+# The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
+# on the testbed by its suite. make e2e runs them reduced (E2E_REDUCED=1: each suite's
+# framework.Full tests skip); make e2e-neighbours runs all of them.
+NEIGHBOUR_SUITES := ./suites/kueue/
+.PHONY: e2e-neighbours
+e2e-neighbours: testbed-bins kueue-bins build ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $(NEIGHBOUR_SUITES) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # Not part of make test: it builds another Kubernetes and two more JobSets (about 20 minutes on 2
 # cores, once), then runs for about 10 minutes.
@@ -269,7 +297,7 @@ $(TESTBEDCTL): FORCE
 	cd e2e && GOWORK=off go build -o $@ ./cmd/testbed
 
 .PHONY: tools
-tools: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
+tools: testbed-bins kueue-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
 
 .PHONY: bench
 bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers

@@ -52,6 +52,8 @@ type Ports struct {
 	APIServer, Etcd, EtcdPeer, ControllerManager, Scheduler, Kwok, JobSetWebhook, JobSetHealth int
 	// The gang schedulers (StartGangSchedulers).
 	VolcanoMetrics, VolcanoHealth, CoschedulingSecure int
+	// Kueue (StartKueue).
+	KueueWebhook, KueueHealth, KueueMetrics int
 }
 
 // Ports derives every port from PortBase: kwokctl hands out ports of its own for any it is
@@ -62,13 +64,14 @@ func (c Config) Ports() Ports {
 		APIServer: b + 443, Etcd: b + 379, EtcdPeer: b + 380, ControllerManager: b + 257,
 		Scheduler: b + 259, Kwok: b + 247, JobSetWebhook: b + 450, JobSetHealth: b + 451,
 		VolcanoMetrics: b + 460, VolcanoHealth: b + 461, CoschedulingSecure: b + 462,
+		KueueWebhook: b + 470, KueueHealth: b + 471, KueueMetrics: b + 472,
 	}
 }
 
 // All lists every port, for the check that teardown left none listening.
 func (p Ports) All() []int {
 	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth,
-		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure}
+		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure, p.KueueWebhook, p.KueueHealth, p.KueueMetrics}
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,
@@ -262,6 +265,7 @@ func Down(ctx context.Context, c Config, log func(string, ...any)) error {
 	if len(errs) == 0 {
 		_ = os.RemoveAll(c.kwokDir())
 		_ = os.RemoveAll(c.jobsetDir())
+		_ = os.RemoveAll(c.kueueDir())
 		_ = os.Remove(c.Kubeconfig())
 		log("Testbed %s is down: no testbed process runs, no testbed port is listening", c.Name)
 	}

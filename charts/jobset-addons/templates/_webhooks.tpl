@@ -121,11 +121,15 @@ podgroups:
       rules:
         - apiGroups: ["jobset.x-k8s.io"]
           apiVersions: ["v1alpha2"]
-          operations: ["CREATE"]
+          operations: ["CREATE", "UPDATE"]
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
           expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations))"
+        # UPDATE only for the kubernetes backend: the webhook puts back spec.schedulingGroup where
+        # an update dropped it (Kueue v0.17.0 does, when it admits or evicts the JobSet).
+        - name: create-or-kubernetes-backend
+          expression: "request.operation == 'CREATE' || (has(object.metadata.annotations) && 'podgroups.jobset-addons.io/scheduler' in object.metadata.annotations && object.metadata.annotations['podgroups.jobset-addons.io/scheduler'] == 'kubernetes')"
   validating:
     - name: vjobset.podgroups.jobset-addons.io
       path: /validate-jobset-x-k8s-io-v1alpha2-jobset

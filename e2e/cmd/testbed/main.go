@@ -12,6 +12,12 @@
 //	                run the add-on controller bin/NAME on the testbed with its webhooks
 //	testbed gang    run Volcano's scheduler and scheduler-plugins' coscheduling scheduler
 //	                beside the default one, with their CRDs (before podgroups starts)
+//	testbed kueue [FRAMEWORK...]
+//	                run Kueue (make kueue-bins) beside JobSet with its webhooks on 127.0.0.1, its
+//	                CRDs from its module, and the testbed's topology labels on the nodes; its
+//	                integrations are FRAMEWORK... (default jobset.x-k8s.io/jobset)
+//	testbed kueue-down
+//	                stop Kueue and remove its webhook configurations
 //	testbed kwok-stages
 //	                print the testbed's kwok stages (pod run time, failures) as YAML
 //	testbed fit-cluster N
@@ -100,6 +106,15 @@ func main() {
 		if err := testbed.StartGangSchedulers(ctx, cfg, log); err != nil {
 			fail(err)
 		}
+	case "kueue":
+		if err := testbed.StartKueue(ctx, cfg, testbed.KueueOptions{Frameworks: os.Args[2:]}, log); err != nil {
+			fail(err)
+		}
+		log("Kueue is ready; it logs to %s", cfg.ProcessLog("kueue"))
+	case "kueue-down":
+		if err := testbed.StopKueue(ctx, cfg); err != nil {
+			fail(err)
+		}
 	case "kwok-stages":
 		out, err := testbed.KwokStages(cfg.PodDuration)
 		if err != nil {
@@ -135,7 +150,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kueue [FRAMEWORK...]|kueue-down|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
 }
 

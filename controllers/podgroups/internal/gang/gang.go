@@ -260,6 +260,27 @@ func Inject(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang, names Scheduler
 	}
 }
 
+// RestoreSchedulingGroups puts back, in each pod template of newJS, the spec.schedulingGroup
+// that the same ReplicatedJob's template of oldJS has and newJS lost, and returns the names of
+// those ReplicatedJobs. An update made by a client built on a Kubernetes API without that pod
+// field (1.37's) drops it, because a JobSet is a custom resource: a JSON merge patch or an
+// update rewrites spec.replicatedJobs whole. Kueue v0.17.0 (k8s.io/api v0.35) does so when it
+// admits or evicts a JobSet, and JobSet's webhook then refuses the change of the pod template,
+// so the JobSet would stay suspended. Only a template whose schedulingGroup is gone is touched.
+func RestoreSchedulingGroups(oldJS, newJS *jobsetv1alpha2.JobSet) []string {
+	var restored []string
+	for i := range newJS.Spec.ReplicatedJobs {
+		rj := &newJS.Spec.ReplicatedJobs[i]
+		old := jobsets.ReplicatedJob(oldJS, rj.Name)
+		if old == nil || old.Template.Spec.Template.Spec.SchedulingGroup == nil || rj.Template.Spec.Template.Spec.SchedulingGroup != nil {
+			continue
+		}
+		rj.Template.Spec.Template.Spec.SchedulingGroup = old.Template.Spec.Template.Spec.SchedulingGroup.DeepCopy()
+		restored = append(restored, rj.Name)
+	}
+	return restored
+}
+
 // Admitted tells whether every pod template names its gang, that is, whether the mutating
 // webhook ran when the JobSet was created.
 func Admitted(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang) bool {

@@ -3,11 +3,13 @@
 // coscheduling pod-group label, or spec.schedulingGroup.podGroupName for kube-scheduler) and
 // sets a second scheduler's schedulerName where it is empty, and a validating
 // webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
-// keeps the podgroups annotations immutable. What they read and inject comes from package gang.
+// keeps the podgroups annotations immutable, and the mutating one puts back a
+// spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read and inject comes from package gang.
 package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -43,9 +45,22 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 }
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
-// parse (validation refuses it) and any operation but CREATE (pod templates are immutable).
+// parse (validation refuses it). On UPDATE it only puts back the kubernetes backend's
+// spec.schedulingGroup where the update dropped it (gang.RestoreSchedulingGroups: Kueue v0.17.0
+// does, when it admits or evicts the JobSet); any other operation is left alone.
 func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
+		if req.Operation != admissionv1.Update || js.Annotations[contract.SchedulerAnnotationKey] != string(contract.SchedulerKubernetes) {
+			return nil
+		}
+		old := &jobsetv1alpha2.JobSet{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return fmt.Errorf("decoding the JobSet before the update: %w", err)
+		}
+		if restored := gang.RestoreSchedulingGroups(old, js); len(restored) > 0 {
+			ctrl.LoggerFrom(ctx).V(1).Info("Put back spec.schedulingGroup that an update dropped", "jobset", js.Namespace+"/"+js.Name,
+				"replicatedJobs", restored, "user", req.UserInfo.Username)
+		}
 		return nil
 	}
 	if !gang.Uses(js) {

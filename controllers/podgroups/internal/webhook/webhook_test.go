@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -134,6 +136,76 @@ func TestDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, tc.js); diff != "" {
+				t.Errorf("JobSet (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDefaultUpdateRestoresSchedulingGroup: an update that drops the kubernetes backend's
+// spec.schedulingGroup from a pod template (Kueue v0.17.0, built on Kubernetes 1.35's API,
+// rewrites spec.replicatedJobs without the field when it admits a JobSet) gets it back from the
+// JobSet as it was; what the update changed on purpose (Kueue's nodeSelector) stays; other
+// backends and templates that kept or changed their group are left alone.
+func TestDefaultUpdateRestoresSchedulingGroup(t *testing.T) {
+	group := func(name string) *corev1.PodSchedulingGroup { return &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)} }
+	admitted := func(scheduler string) *jobsetv1alpha2.JobSet {
+		js := jobSet("train", kv(schedulerKey, scheduler, inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))
+		pod(js, 0).Spec.SchedulingGroup = group("train-stage-0")
+		pod(js, 1).Spec.SchedulingGroup = group("train-stage-1")
+		return js
+	}
+	cases := map[string]struct {
+		old    *jobsetv1alpha2.JobSet
+		update func(*jobsetv1alpha2.JobSet) // what the client's update did
+		want   func(*jobsetv1alpha2.JobSet) // what Default changes on top; nil: nothing
+	}{
+		"kubernetes: both dropped, nodeSelector added": {
+			old: admitted("kubernetes"),
+			update: func(js *jobsetv1alpha2.JobSet) {
+				for i := range 2 {
+					pod(js, i).Spec.SchedulingGroup = nil
+					pod(js, i).Spec.NodeSelector = kv("type", "kwok")
+				}
+			},
+			want: func(js *jobsetv1alpha2.JobSet) {
+				pod(js, 0).Spec.SchedulingGroup = group("train-stage-0")
+				pod(js, 1).Spec.SchedulingGroup = group("train-stage-1")
+			},
+		},
+		"kubernetes: one dropped, one changed": {
+			old: admitted("kubernetes"),
+			update: func(js *jobsetv1alpha2.JobSet) {
+				pod(js, 0).Spec.SchedulingGroup = nil
+				pod(js, 1).Spec.SchedulingGroup = group("other")
+			},
+			want: func(js *jobsetv1alpha2.JobSet) { pod(js, 0).Spec.SchedulingGroup = group("train-stage-0") },
+		},
+		"kubernetes: nothing dropped": {old: admitted("kubernetes"), update: func(js *jobsetv1alpha2.JobSet) { js.Labels = kv("x", "y") }},
+		"coscheduling: not touched": {
+			old:    admitted("coscheduling"),
+			update: func(js *jobsetv1alpha2.JobSet) { pod(js, 0).Spec.SchedulingGroup = nil },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := tc.old.DeepCopy()
+			tc.update(js)
+			want := js.DeepCopy()
+			if tc.want != nil {
+				tc.want(want)
+			}
+			raw, err := json.Marshal(tc.old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, OldObject: runtime.RawExtension{Raw: raw},
+			}})
+			if err := hook(contract.SchedulerKubernetes, contract.SchedulerCoscheduling).Default(ctx, js); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, js); diff != "" {
 				t.Errorf("JobSet (-want +got):\n%s", diff)
 			}
 		})

@@ -6,6 +6,10 @@ const (
 	// ReplicatedJob, whose predecessors all reached their status. The message names the
 	// ReplicatedJob and what it waited for.
 	ReasonStageReleased = "StageReleased"
+	// ReasonReleasesWithdrawn: the JobSet was suspended (Kueue evicted or preempted it) after
+	// some of its ReplicatedJobs were released; they are held again, and released again once
+	// their predecessors hold after it resumes. The message names them.
+	ReasonReleasesWithdrawn = "StageReleasesWithdrawn"
 	// ReasonReleaseFailed: removing the gate from pods, or recording the release, failed; the
 	// reconcile retries.
 	ReasonReleaseFailed = "StageReleaseFailed"
@@ -19,6 +23,7 @@ const (
 
 // Event actions (events.k8s.io/v1 "action").
 const (
-	actionRelease = "Release"
-	actionSkip    = "Skip"
+	actionRelease  = "Release"
+	actionSkip     = "Skip"
+	actionWithdraw = "Withdraw"
 )

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if ptr.Deref(js.Spec.Suspend, false) {
 		log.V(2).Info("Releasing nothing while the JobSet is suspended")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.withdraw(ctx, js)
 	}
 
 	var jobs batchv1.JobList
@@ -174,6 +175,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
+}
+
+// withdraw takes back the releases of a suspended JobSet: suspending it (Kueue evicting or
+// preempting it) deletes its pods, and its Jobs make new ones, gated again, when it resumes.
+// Those must wait for their predecessors to hold again: a Ready predecessor's pods are gone with
+// the suspension. So the released annotation is emptied (same attempt), and after the resume
+// each stage is released again, and told again, once its predecessors hold; a Complete
+// predecessor stays Complete, so its successors are released again at once. podgroups, which
+// reads the annotation, deletes the withdrawn stages' PodGroups and makes them again then.
+func (r *Reconciler) withdraw(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
+	prev, _ := r.previous(js)
+	if len(prev.ReplicatedJobs) == 0 {
+		return nil
+	}
+	none := contract.Released{RestartAttempt: prev.RestartAttempt, ReplicatedJobs: []string{}}
+	if err := r.patchReleased(ctx, js, none.String()); err != nil {
+		return err
+	}
+	r.remember(js, none)
+	ctrl.LoggerFrom(ctx).Info("Withdrew the releases of the suspended JobSet", "replicatedJobs", prev.ReplicatedJobs, "attempt", prev.RestartAttempt)
+	r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonReleasesWithdrawn, actionWithdraw,
+		"The JobSet is suspended: ReplicatedJobs %s are held again (restart attempt %d); each is released again once its predecessors hold after the JobSet resumes",
+		strings.Join(prev.ReplicatedJobs, ", "), prev.RestartAttempt)
+	return nil
 }
 
 // previous is what is released in the JobSet: its released annotation, with what this process

@@ -73,6 +73,42 @@ func TestReconcile(t *testing.T) {
 			},
 			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
 		},
+		"suspended after a release (Kueue preempted it): the release is withdrawn, nothing released": {
+			js: newJS().Suspend(true).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`, events: []string{ReasonReleasesWithdrawn}},
+		},
+		"suspended, releases withdrawn already: nothing written, nothing told": {
+			js: newJS().Suspend(true).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`},
+		},
+		"resumed after a withdrawal, predecessor Ready only: held until it holds again": {
+			js: newJS().Annotation(contract.WaitForAnnotationKey, "Ready").Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`},
+		},
+		"resumed after a withdrawal, predecessor Complete: released again and told again": {
+			js: newJS().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			want: want{
+				ungated:  []string{"train-node-0-r0"},
+				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
+				events:   []string{ReasonStageReleased},
+			},
+		},
 		"released earlier in the attempt: a new pod is released, no second event": {
 			js: newJS().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {

@@ -73,7 +73,8 @@ type decision struct {
 // decide releases every gated stage all of whose predecessors hold in the attempt, and keeps
 // what prev (the annotation) released in the same attempt: a release is never taken back, so
 // a stage whose Ready predecessor loses a pod keeps running and its new pods are released.
-// prev of another attempt is dropped: after a restart the sequence starts again.
+// prev of another attempt is dropped: after a restart the sequence starts again. (A suspend
+// empties prev before the JobSet resumes: see withdraw.)
 func decide(js *jobsetv1alpha2.JobSet, stages []contract.Stage, prev contract.Released, p progress, attempt int32) decision {
 	d := decision{released: contract.Released{RestartAttempt: attempt, ReplicatedJobs: []string{}}}
 	if prev.RestartAttempt == attempt {
