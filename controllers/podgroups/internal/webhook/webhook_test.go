@@ -148,7 +148,9 @@ func TestDefault(t *testing.T) {
 // JobSet as it was; what the update changed on purpose (Kueue's nodeSelector) stays; other
 // backends and templates that kept or changed their group are left alone.
 func TestDefaultUpdateRestoresSchedulingGroup(t *testing.T) {
-	group := func(name string) *corev1.PodSchedulingGroup { return &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)} }
+	group := func(name string) *corev1.PodSchedulingGroup {
+		return &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
+	}
 	admitted := func(scheduler string) *jobsetv1alpha2.JobSet {
 		js := jobSet("train", kv(schedulerKey, scheduler, inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))
 		pod(js, 0).Spec.SchedulingGroup = group("train-stage-0")
