@@ -163,3 +163,23 @@ func ProcessRSS(c Config, name string) (int, error) {
 
 // ProcessLog is the log of the process StartProcess started as name.
 func (c Config) ProcessLog(name string) string { return filepath.Join(c.procsDir(), name+".log") }
+
+// PauseProcess stops the process StartProcess started as name (SIGSTOP to its process group):
+// it holds its connections and ports but does nothing until ResumeProcess. A test uses it to
+// hold a controller still for a moment, where stopping it would take its webhooks away.
+func PauseProcess(c Config, name string) error { return signalProcess(c, name, syscall.SIGSTOP) }
+
+// ResumeProcess continues a process PauseProcess stopped (SIGCONT).
+func ResumeProcess(c Config, name string) error { return signalProcess(c, name, syscall.SIGCONT) }
+
+func signalProcess(c Config, name string, sig syscall.Signal) error {
+	b, err := os.ReadFile(filepath.Join(c.procsDir(), name+".pid"))
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(-pid, sig)
+}

@@ -58,9 +58,10 @@ type queues struct {
 // queueOptions shape the ClusterQueue: its CPU quota, whether a workload of a higher priority
 // preempts a lower one in it, and the flavor's Topology (topology-aware scheduling).
 type queueOptions struct {
-	cpu      string
-	preempt  bool
-	topology string
+	cpu     string
+	preempt bool
+	// tas makes a Topology of the testbed's levels (block, rack, host) for the flavor.
+	tas bool
 }
 
 // makeQueues creates the test's queues, deleted (the cluster-scoped ones) when the test ends.
@@ -70,8 +71,14 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 	t.Helper()
 	q := queues{flavor: ns, clusterQueue: ns, localQueue: "lq"}
 	rf := map[string]any{"nodeLabels": map[string]any{"type": "kwok"}}
-	if o.topology != "" {
-		rf["topologyName"] = o.topology
+	var objs []*unstructured.Unstructured
+	if o.tas {
+		rf["topologyName"] = ns
+		objs = append(objs, kueueObject("Topology", "", ns, map[string]any{"levels": []any{
+			map[string]any{"nodeLabel": testbed.TopologyBlockLabel},
+			map[string]any{"nodeLabel": testbed.TopologyRackLabel},
+			map[string]any{"nodeLabel": testbed.TopologyHostLabel},
+		}}))
 	}
 	cq := map[string]any{
 		"namespaceSelector": map[string]any{},
@@ -86,23 +93,23 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 	if o.preempt {
 		cq["preemption"] = map[string]any{"withinClusterQueue": "LowerPriority"}
 	}
-	objs := []*unstructured.Unstructured{
+	objs = append(objs,
 		kueueObject("ResourceFlavor", "", q.flavor, rf),
 		kueueObject("ClusterQueue", "", q.clusterQueue, cq),
 		kueueObject("LocalQueue", ns, q.localQueue, map[string]any{"clusterQueue": q.clusterQueue}),
-	}
+	)
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	t.Cleanup(func() { deleteClusterScoped(t, c, objs[0], objs[1]) })
+	t.Cleanup(func() { deleteClusterScoped(t, c, objs[:len(objs)-1]...) })
 	return q
 }
 
-// deleteClusterScoped deletes Kueue's cluster-scoped objects of a test once nothing uses them:
-// Kueue holds a ClusterQueue with a finalizer while workloads are admitted in it, and a flavor
-// while a ClusterQueue names it, so the namespace goes first.
+// deleteClusterScoped deletes Kueue's cluster-scoped objects of a test, the last first (Kueue
+// holds a flavor with a finalizer while a ClusterQueue names it, and a ClusterQueue while
+// workloads are admitted in it: they go once those have gone).
 func deleteClusterScoped(t *testing.T, c client.Client, objs ...*unstructured.Unstructured) {
 	ctx := context.Background()
 	for i := len(objs) - 1; i >= 0; i-- {
