@@ -101,8 +101,9 @@ func TestRestartMidSequence(t *testing.T) {
 }
 
 // TestSuspendResume: created suspended, nothing runs; resumed, the sequence runs. Suspended
-// again once b is released, b's pods go; resumed, b's new pods are released within a second
-// (b stays released in the attempt) and c still waits for b.
+// again once b is released, b's pods go and b's release is withdrawn (as when Kueue preempts
+// the JobSet); resumed, b's new pods are released again within a second (a stays Complete) and
+// c still waits for b.
 func TestSuspendResume(t *testing.T) {
 	f := framework.NamespacedFeature("suspend and resume", "nothing released while suspended", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -175,7 +176,8 @@ func TestSuspendResume(t *testing.T) {
 		if r := released(t, js); !slices.Equal(r.ReplicatedJobs, []string{"b", "c"}) {
 			t.Errorf("released annotation %+v, want b, c", r)
 		}
-		expectEvents(ctx, t, c, js, "Released ReplicatedJob b", "Released ReplicatedJob c")
+		expectEvents(ctx, t, c, js, "Released ReplicatedJob b", "Released ReplicatedJob b", "Released ReplicatedJob c")
+		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"StageReleasesWithdrawn": 1})
 		return ctx
 	})
 	testenv.Test(t, f)
