@@ -116,12 +116,3 @@ func RequireJobSet(t *testing.T, min, why string) {
 		t.Skipf("n/a on JobSet %s: %s (needs JobSet %s or later)", tb.JobSetVersion(), why, min)
 	}
 }
-
-// Full skips t under E2E_REDUCED=1, which make e2e sets: the neighbour suites (make
-// e2e-neighbours) run there only their reduced set, the tests that do not call Full.
-func Full(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_REDUCED") == "1" {
-		t.Skip("E2E_REDUCED=1 (make e2e runs the reduced set): make e2e-neighbours runs this test")
-	}
-}

@@ -29,7 +29,6 @@ import (
 // PodGroup, podgroups' (Kueue makes none): no second gang. For coscheduling (a second
 // scheduler) and kube-scheduler's Workload API.
 func TestGangs(t *testing.T) {
-	framework.Full(t)
 	for _, s := range []contract.Scheduler{contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 		testenv.Test(t, feature("gangs-"+string(s), "Kueue admits one gang at a time, the gang scheduler binds it whole",
 			func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

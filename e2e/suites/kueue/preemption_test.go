@@ -31,7 +31,6 @@ import (
 // time), train's PodGroup is made again, and the JobSet completes with the same PVCs and claims
 // (same UIDs).
 func TestPreemption(t *testing.T) {
-	framework.Full(t)
 	testenv.Test(t, feature("preemption", "the preempted JobSet is suspended with its PVCs, claims and gates, and completes after re-admission",
 		func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)

@@ -32,7 +32,6 @@ const sequencerGate = contract.SequencerSchedulingGateValue
 //     runs comes with both gates; the sequencer lifts its own at once (train is released), the
 //     pod stays unbound behind Kueue's until Kueue resumes and lifts it.
 func TestTopologyAwareScheduling(t *testing.T) {
-	framework.Full(t)
 	testenv.Test(t, feature("tas", "Kueue's topology gate and the sequencer's gate are each lifted by their owner, in either order",
 		func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
