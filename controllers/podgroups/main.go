@@ -89,6 +89,7 @@ func main() {
 				Names:     names,
 				Installed: func(s contract.Scheduler) bool { return installed[s] != nil },
 				Classes:   r,
+				Claims:    &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
 			}
 			if err := webhook.Register(mgr, w); err != nil {
 				return err

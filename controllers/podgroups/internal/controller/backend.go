@@ -47,6 +47,11 @@ type Backend struct {
 	// the settings asked for (a CRD that does not know the field prunes it; an apiserver without
 	// the feature gate drops it), why: the Warning's message. "" when nothing was dropped.
 	droppedTopology func(gang.Settings, client.Object) string
+	// droppedClaims is the same for the gang's claims (kubernetes only; nil otherwise).
+	droppedClaims func(gang.Gang, client.Object) string
+	// claimsChanged, when set, tells whether a PodGroup of ours on the server (have, whole)
+	// lists other claims than want: the API lets them not change, so it is made again.
+	claimsChanged func(have, want client.Object) bool
 }
 
 // Backends are the three gang schedulers podgroups drives.
@@ -125,6 +130,8 @@ var Backends = map[contract.Scheduler]*Backend{
 		},
 		adopt:           adoptNativePodGroup,
 		droppedTopology: nativeDroppedTopology,
+		droppedClaims:   nativeDroppedClaims,
+		claimsChanged:   nativeClaimsChanged,
 	},
 }
 

@@ -28,6 +28,9 @@ const (
 	// ReasonNetworkTopologyDropped: the PodGroup CRD installed does not know
 	// spec.networkTopology and dropped it (Volcano before network topology support).
 	ReasonNetworkTopologyDropped = "NetworkTopologyDropped"
+	// ReasonClaimsDropped: the apiserver dropped the per-Job claims from a kubernetes PodGroup
+	// (no feature gate DRAWorkloadResourceClaims): each is reserved per pod instead.
+	ReasonClaimsDropped = "PodGroupClaimsDropped"
 	// ReasonSchedulerNotInstalled: the JobSet asks for a scheduler whose PodGroup CRD was not
 	// served when the controller started.
 	ReasonSchedulerNotInstalled = "SchedulerNotInstalled"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 	"k8s.io/utils/ptr"
@@ -11,6 +12,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -58,19 +60,51 @@ func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priority
 func nativeMinCount(g gang.Gang) int32 { return max(g.MinMember, 1) }
 
 // nativePodGroupSpec is gang g's PodGroup spec, made by workloadbuilder from the gang's
-// template: workloadRef {<jobset>, stage-<i>}, gang minCount, priorityClassName.
+// template: workloadRef {<jobset>, stage-<i>}, gang minCount, priorityClassName; and, when the
+// gang is one Job whose per-Job claims go on its PodGroup, those claims, as the resourceclaims
+// Job webhook names them in the pods (see nativeClaims).
 func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) schedulingv1beta1.PodGroupSpec {
 	b, template, err := nativeBuilder(js, g, topologyKey, priorityClass)
 	if err == nil {
 		if _, err = b.BuildWorkload(); err == nil {
 			var pg *schedulingv1beta1.PodGroup
 			if pg, err = b.NewPodGroup(g.Name, template); err == nil {
-				return pg.Spec
+				if pg.Spec.ResourceClaims, err = nativeClaims(js, g); err == nil {
+					return pg.Spec
+				}
 			}
 		}
 	}
 	// Names were checked by gang.Gangs and the item is fixed: this is a bug.
 	panic(fmt.Sprintf("building the PodGroup of %s: %v", g.Name, err))
+}
+
+// nativeClaims are the PodGroup claims of gang g: for each of its Job's resourceclaims templates,
+// {name: <template>, resourceClaimName: <job>-<template>} (<job>-r<N>-<template> in restart
+// attempt N, contract.ResourceClaimName), the very entry that the resourceclaims Job webhook
+// puts in the pods' spec.resourceClaims. kube-scheduler (DRAWorkloadResourceClaims) then
+// reserves the claim for the PodGroup, not for each pod. None when the gang is not one such Job.
+func nativeClaims(js *jobsetv1alpha2.JobSet, g gang.Gang) ([]schedulingv1beta1.PodGroupResourceClaim, error) {
+	if len(g.Claims) == 0 {
+		return nil, nil
+	}
+	job := jobsets.JobName(js.Name, g.ClaimsOf, 0)
+	claims := make([]schedulingv1beta1.PodGroupResourceClaim, len(g.Claims))
+	for i, t := range g.Claims {
+		name, err := contract.ResourceClaimName(job, t, int(js.Status.Restarts))
+		if err != nil {
+			return nil, err
+		}
+		claims[i] = schedulingv1beta1.PodGroupResourceClaim{Name: t, ResourceClaimName: ptr.To(name)}
+	}
+	return claims, nil
+}
+
+// nativeClaimsChanged tells whether the claims of our PodGroup on the server (have, whole) are
+// not those want lists. The API does not let a PodGroup's claims change: it is deleted and made
+// again (a JobSet's restart names new claims, contract.ResourceClaimName).
+func nativeClaimsChanged(have, want client.Object) bool {
+	return !equality.Semantic.DeepEqual(have.(*schedulingv1beta1.PodGroup).Spec.ResourceClaims, want.(*schedulingv1beta1.PodGroup).Spec.ResourceClaims)
 }
 
 // NativeWorkload is the JobSet's Workload: one PodGroup template per gang, each compiled by
@@ -126,6 +160,16 @@ func adoptNativePodGroup(have, want client.Object) {
 	if h.Spec.SchedulingPolicy.Gang != nil && w.Spec.SchedulingPolicy.Gang != nil {
 		h.Spec.SchedulingPolicy.Gang.MinCount = w.Spec.SchedulingPolicy.Gang.MinCount
 	}
+}
+
+// nativeDroppedClaims: an apiserver without the feature gate DRAWorkloadResourceClaims drops
+// resourceClaims from a PodGroup as it is created.
+func nativeDroppedClaims(g gang.Gang, o client.Object) string {
+	if len(g.Claims) == 0 || len(o.(*schedulingv1beta1.PodGroup).Spec.ResourceClaims) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("The apiserver dropped the claims %v of Job %s from PodGroup %s: it needs the feature gate DRAWorkloadResourceClaims, and kube-scheduler and "+
+		"kube-controller-manager too; each claim is reserved for each pod instead, at most %d pods", g.Claims, jobsets.JobName(o.GetLabels()[contract.JobSetNameLabelKey], g.ClaimsOf, 0), o.GetName(), jobsets.MaxClaimSharers)
 }
 
 // nativeDroppedTopology: an apiserver without the feature gate TopologyAwareWorkloadScheduling

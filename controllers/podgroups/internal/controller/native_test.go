@@ -218,3 +218,58 @@ func TestRecentlyDeleted(t *testing.T) {
 		t.Error("not going with a deletionTimestamp")
 	}
 }
+
+// TestNativeClaims: a gang that is one Job (replicas 1, alone in its stage) gets its per-Job
+// claims on its PodGroup, named as the resourceclaims Job webhook names them in the pods
+// (<job>-<template>, <job>-r<N>-<template> in restart attempt N); a gang of two Jobs gets none;
+// a PodGroup listing the claims of another attempt is to be made again; one whose claims the
+// apiserver dropped is told.
+func TestNativeClaims(t *testing.T) {
+	templates := `[{metadata: {name: data}, spec: {}}, {metadata: {name: imex}, spec: {}}]`
+	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.ExecutionPolicyAnnotationKey: "InOrder"}, false)
+	js.Spec.ReplicatedJobs[1].Replicas = 1
+	for i := range js.Spec.ReplicatedJobs {
+		js.Spec.ReplicatedJobs[i].Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: templates}
+	}
+	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	b := Backends[contract.SchedulerKubernetes]
+	build := func(g gang.Gang) *schedulingv1beta1.PodGroup {
+		return b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup)
+	}
+	if got := build(gangs[0]).Spec.ResourceClaims; got != nil {
+		t.Errorf("stage 0 (2 Jobs): claims %+v, want none", got)
+	}
+	first := build(gangs[1])
+	want := []schedulingv1beta1.PodGroupResourceClaim{
+		{Name: "data", ResourceClaimName: ptr.To("js-main-0-data")},
+		{Name: "imex", ResourceClaimName: ptr.To("js-main-0-imex")},
+	}
+	if diff := cmp.Diff(want, first.Spec.ResourceClaims); diff != "" {
+		t.Errorf("stage 1 (one Job) claims (-want +got):\n%s", diff)
+	}
+	if b.claimsChanged(first, build(gangs[1])) {
+		t.Error("claims changed between two builds of the same attempt")
+	}
+	js.Status.Restarts = 1
+	restarted := build(gangs[1])
+	if got := restarted.Spec.ResourceClaims; len(got) != 2 || *got[0].ResourceClaimName != "js-main-0-r1-data" {
+		t.Errorf("restart attempt 1: claims %+v, want js-main-0-r1-data first", got)
+	}
+	if !b.claimsChanged(first, restarted) {
+		t.Error("the claims of attempt 0 are not told apart from attempt 1's")
+	}
+	if first.Annotations[contract.PodGroupSpecHashAnnotationKey] == restarted.Annotations[contract.PodGroupSpecHashAnnotationKey] {
+		t.Error("the spec hash does not follow the claims")
+	}
+	dropped := restarted.DeepCopy()
+	dropped.Spec.ResourceClaims = nil
+	if msg := b.droppedClaims(gangs[1], dropped); msg == "" {
+		t.Error("claims dropped by the apiserver not told")
+	}
+	if msg := b.droppedClaims(gangs[1], restarted); msg != "" {
+		t.Errorf("claims kept, yet told: %s", msg)
+	}
+}

@@ -322,13 +322,17 @@ const (
 	created
 	updated
 	notOurs
+	// replaced: ours, with something the API lets not change (a PodGroup's claims) other than
+	// want's; deleted, to be made again once gone.
+	replaced
 )
 
 // write creates want, or, when have (ours: its metadata from the cache, or nil) carries another
 // spec hash than want, brings it to want through adopt, starting from the whole object as the
-// apiserver has it. kind names the object in errors; made remembers what it created.
+// apiserver has it; or deletes it when replace (if set) says adopt cannot. kind names the
+// object in errors; made remembers what it created.
 func (r *Reconciler) write(ctx context.Context, js *jobsetv1alpha2.JobSet, kind string, made *addon.Made, want, have client.Object,
-	newObj func() client.Object, adopt func(have, want client.Object)) (written, client.Object, error) {
+	newObj func() client.Object, adopt func(have, want client.Object), replace func(have, want client.Object) bool) (written, client.Object, error) {
 	wantHash := want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
 	if have == nil {
 		err := r.Client.Create(ctx, want)
@@ -362,6 +366,13 @@ func (r *Reconciler) write(ctx context.Context, js *jobsetv1alpha2.JobSet, kind 
 			return unchanged, have, nil // changed meanwhile: its event brings us back
 		}
 	}
+	if _, meta := have.(*metav1.PartialObjectMetadata); !meta && replace != nil && replace(have, want) {
+		deleted, err := r.remove(ctx, kind, have)
+		if !deleted {
+			return unchanged, nil, err
+		}
+		return replaced, have, nil
+	}
 	patchBase := have.DeepCopyObject().(client.Object)
 	adopt(have, want)
 	if err := r.Client.Patch(ctx, have, client.MergeFrom(patchBase)); err != nil {
@@ -379,7 +390,7 @@ func (r *Reconciler) write(ctx context.Context, js *jobsetv1alpha2.JobSet, kind 
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *Backend, g gang.Gang, s gang.Settings, have client.Object) error {
 	pc, _ := g.PriorityClass(r)
 	want := b.Build(js, g, s, pc, r.DefaultQueue)
-	did, got, err := r.write(ctx, js, "PodGroup", r.made, want, have, b.New, b.Adopt)
+	did, got, err := r.write(ctx, js, "PodGroup", r.made, want, have, b.New, b.Adopt, b.claimsChanged)
 	switch did {
 	case created:
 		podGroupsCreated.WithLabelValues(string(b.Scheduler)).Inc()
@@ -387,6 +398,15 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, b *B
 		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
 			"Created %s PodGroup %s: %s", b.Scheduler, g.Name, b.demand(g))
 		r.checkTopology(js, b, s, got)
+		if b.droppedClaims != nil {
+			if why := b.droppedClaims(g, got); why != "" {
+				r.warnOnce(js, ReasonClaimsDropped, "claims-dropped", "%s", why)
+			}
+		}
+	case replaced:
+		podGroupsDeleted.WithLabelValues(string(b.Scheduler)).Inc()
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonDeleted, actionDelete,
+			"Deleted %s PodGroup %s to make it again: its claims are not the Job's of restart attempt %d, and a PodGroup's claims cannot change", b.Scheduler, g.Name, js.Status.Restarts)
 	case updated:
 		podGroupsUpdated.WithLabelValues(string(b.Scheduler)).Inc()
 		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
@@ -423,7 +443,7 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	} else if r.going(have) {
 		return false, false, nil // being deleted: its removal brings the next reconcile
 	}
-	did, _, err := r.write(ctx, js, "Workload", r.madeWorkloads, want, have, b.newWorkload, b.adoptWorkload)
+	did, _, err := r.write(ctx, js, "Workload", r.madeWorkloads, want, have, b.newWorkload, b.adoptWorkload, nil)
 	templates := len(gangs)
 	switch did {
 	case created:

@@ -142,6 +142,12 @@ type Gang struct {
 	// PriorityClassNames are the distinct priorityClassName of the stage's pod templates, in
 	// spec order ("" for a template without one).
 	PriorityClassNames []string
+	// Claims, for SchedulerKubernetes, are the per-Job claims that go on the gang's PodGroup
+	// (jobsets.ClaimsOnPodGroup): the gang is one Job, of ReplicatedJob ClaimsOf, and these are
+	// its resourceclaims template names. Empty otherwise.
+	Claims []string
+	// ClaimsOf is the ReplicatedJob whose one Job's claims Claims are.
+	ClaimsOf string
 }
 
 // Gangs are the JobSet's gangs, one per stage, or errors (with JobSet paths) when its stages
@@ -183,6 +189,9 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 			continue
 		}
 		g.MinMember = int32(members)
+		if scheduler == contract.SchedulerKubernetes && len(st.ReplicatedJobs) == 1 {
+			g.ClaimsOf, g.Claims = podGroupClaims(js, st.ReplicatedJobs[0])
+		}
 		gangs = append(gangs, g)
 	}
 	if len(errs) > 0 {
@@ -206,6 +215,25 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 	return gangs, nil
 }
 
+// podGroupClaims are the ReplicatedJob's resourceclaims template names when they go on its
+// Job's PodGroup (jobsets.ClaimsOnPodGroup), or none. Templates that do not parse go nowhere:
+// the resourceclaims webhook refuses them.
+func podGroupClaims(js *jobsetv1alpha2.JobSet, rjName string) (string, []string) {
+	value, ok := jobsets.ReplicatedJob(js, rjName).Template.Annotations[contract.TemplatesAnnotationKey]
+	if !ok {
+		return "", nil
+	}
+	templates, errs := contract.ParseResourceClaimTemplates(value, field.NewPath("templates"))
+	if len(errs) > 0 || !jobsets.ClaimsOnPodGroup(js, rjName, len(templates)) {
+		return "", nil
+	}
+	names := make([]string, len(templates))
+	for i, t := range templates {
+		names[i] = t.Name
+	}
+	return rjName, names
+}
+
 // times is q × n, exactly (inf.Dec), whatever the size of either.
 func times(q resource.Quantity, n int64) resource.Quantity {
 	d := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(n, 0))
@@ -223,16 +251,8 @@ func Name(jobSet string, stage int, sequenced bool) (string, error) {
 // StageLabel is the value of contract.PodGroupStageLabelKey for stage i.
 func StageLabel(stage int) string { return strconv.Itoa(stage) }
 
-// PodsPerJob is how many pods of one Job of the ReplicatedJob run at once: min(parallelism,
-// completions), parallelism 1 when unset, completions unset meaning parallelism.
-func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 {
-	spec := rj.Template.Spec
-	p := ptr.Deref(spec.Parallelism, 1)
-	if spec.Completions != nil && *spec.Completions < p {
-		return *spec.Completions
-	}
-	return p
-}
+// PodsPerJob is how many pods of one Job of the ReplicatedJob run at once (jobsets.PodsPerJob).
+func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 { return jobsets.PodsPerJob(rj) }
 
 // Inject names the gang in every pod template of the JobSet (the Volcano group-name
 // annotation and queue, the coscheduling pod-group label, or spec.schedulingGroup.podGroupName

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,6 +33,10 @@ type JobSetWebhook struct {
 	Installed func(contract.Scheduler) bool
 	// Classes reads PriorityClass values, for the warning when a gang's templates differ.
 	Classes gang.PriorityClassReader
+	// Claims tells whether the apiserver keeps a PodGroup's claims (DRAWorkloadResourceClaims),
+	// for a Job of more than jobsets.MaxClaimSharers pods whose claims go on its PodGroup. nil:
+	// such a Job is refused.
+	Claims *ClaimsProbe
 }
 
 var (
@@ -80,8 +85,8 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 
 // ValidateCreate refuses a JobSet whose gang settings are not valid, every problem a field
 // error in one response, and warns when a gang's pod templates have different priority classes.
-func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	warnings, errs := w.Validate(js)
+func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	warnings, errs := w.Validate(ctx, js)
 	return warnings, jobsets.Invalid(js, errs)
 }
 
@@ -105,8 +110,10 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 
 // Validate is every problem of a new JobSet's gang settings: the annotations (gang.Parse), a
 // backend whose CRD is not installed, stages that cannot be computed, gang names that are too
-// long, and pod templates naming another scheduler; and the priority warnings.
-func (w *JobSetWebhook) Validate(js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
+// long, pod templates naming another scheduler, and a Job of more than jobsets.MaxClaimSharers
+// pods sharing its claims through a PodGroup where the apiserver drops a PodGroup's claims;
+// and the priority warnings.
+func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
 	if !gang.Uses(js) {
 		return nil, nil
 	}
@@ -126,6 +133,9 @@ func (w *JobSetWebhook) Validate(js *jobsetv1alpha2.JobSet) (admission.Warnings,
 	errs = append(errs, gang.SchedulerNameErrors(js, s, w.Names)...)
 	gangs, gerrs := gang.Gangs(js, s.Scheduler)
 	errs = append(errs, gerrs...)
+	if s.Scheduler == contract.SchedulerKubernetes && (w.Installed == nil || w.Installed(s.Scheduler)) {
+		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
+	}
 	var warnings admission.Warnings
 	for _, g := range gangs {
 		if _, warning := g.PriorityClass(w.Classes); warning != "" {
@@ -133,6 +143,36 @@ func (w *JobSetWebhook) Validate(js *jobsetv1alpha2.JobSet) (admission.Warnings,
 		}
 	}
 	return warnings, errs
+}
+
+// claimErrors refuses each gang that is one Job of more than jobsets.MaxClaimSharers pods whose
+// claims go on its PodGroup (jobsets.ClaimsOnPodGroup), where the apiserver drops a PodGroup's
+// claims: each claim would be reserved per pod, and no claim serves more than 256 pods.
+func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) field.ErrorList {
+	var errs field.ErrorList
+	for _, g := range gangs {
+		if len(g.Claims) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobsetv1alpha2.ReplicatedJob) bool { return rj.Name == g.ClaimsOf })
+		pods := jobsets.PodsPerJob(&js.Spec.ReplicatedJobs[i])
+		if pods <= jobsets.MaxClaimSharers {
+			continue
+		}
+		kept, why := false, "no probe is configured"
+		if w.Claims != nil {
+			kept, why = w.Claims.Kept(ctx, js.Namespace)
+		}
+		if kept {
+			continue
+		}
+		errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey), fmt.Sprintf(
+			"a Job of ReplicatedJob %q runs %d pods at once and shares these claims: a claim reserved for each pod serves at most %d (a ResourceClaim's status.reservedFor), "+
+				"so they must be reserved for the Job's PodGroup %s, and this cluster's apiserver %s: it needs the feature gate DRAWorkloadResourceClaims "+
+				"on kube-apiserver, kube-scheduler and kube-controller-manager; or run at most %d pods of a Job at once",
+			g.ClaimsOf, pods, jobsets.MaxClaimSharers, g.Name, why, jobsets.MaxClaimSharers)))
+	}
+	return errs
 }
 
 // String is for logs.

@@ -297,7 +297,7 @@ func TestValidate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := hook(tc.installed...)
-			warnings, errs := w.Validate(tc.js)
+			warnings, errs := w.Validate(context.Background(), tc.js)
 			var got []string
 			for _, e := range errs {
 				got = append(got, fe(e.Type, e.Field))

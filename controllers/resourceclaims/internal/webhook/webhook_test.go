@@ -115,6 +115,54 @@ func TestValidateJobSetNameTooLong(t *testing.T) {
 	}
 }
 
+// TestValidateJobSetOver256Pods: a Job of more than 256 pods sharing per-Job claims is refused,
+// with the reason, unless the claims go on the Job's PodGroup (scheduler kubernetes, one Job
+// alone in its stage, at most 4 templates), where podgroups judges whether the apiserver keeps
+// them.
+func TestValidateJobSetOver256Pods(t *testing.T) {
+	const one = `[{metadata: {name: a}, spec: {}}]`
+	const five = `[{metadata: {name: a}, spec: {}}, {metadata: {name: b}, spec: {}}, {metadata: {name: c}, spec: {}}, {metadata: {name: d}, spec: {}}, {metadata: {name: e}, spec: {}}]`
+	for _, tc := range []struct {
+		name               string
+		templates          string
+		pods, replicas     int32
+		scheduler, inOrder bool
+		refused            bool
+	}{
+		{name: "256 pods", templates: one, pods: 256, replicas: 3},
+		{name: "257 pods, no PodGroup", templates: one, pods: 257, replicas: 1, refused: true},
+		{name: "300 pods, one Job alone in its stage, scheduler kubernetes", templates: one, pods: 300, replicas: 1, scheduler: true, inOrder: true},
+		{name: "300 pods, one Job sharing its stage (not sequenced)", templates: one, pods: 300, replicas: 1, scheduler: true, refused: true},
+		{name: "300 pods in each of 3 Jobs, scheduler kubernetes", templates: one, pods: 300, replicas: 3, scheduler: true, inOrder: true, refused: true},
+		{name: "300 pods, 5 templates: more than a PodGroup lists", templates: five, pods: 300, replicas: 1, scheduler: true, inOrder: true, refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := testJobSet(tc.templates, nil)
+			rj := &js.Spec.ReplicatedJobs[1]
+			rj.Replicas = tc.replicas
+			rj.Template.Spec.Parallelism = ptr.To(tc.pods)
+			js.Annotations = map[string]string{}
+			if tc.scheduler {
+				js.Annotations[contract.SchedulerAnnotationKey] = "kubernetes"
+			}
+			if tc.inOrder {
+				js.Annotations[contract.ExecutionPolicyAnnotationKey] = "InOrder"
+			}
+			errs, _ := validateJobSet(js)
+			var want []string
+			if tc.refused {
+				want = []string{path + ": Forbidden"}
+			}
+			if got := summary(errs); !reflect.DeepEqual(got, want) {
+				t.Errorf("errors %v\nwant %v\nfull: %v", got, want, errs)
+			}
+			if tc.refused && !strings.Contains(errs.ToAggregate().Error(), "serves at most 256") {
+				t.Errorf("the refusal does not say why: %v", errs)
+			}
+		})
+	}
+}
+
 func summary(errs field.ErrorList) []string {
 	var out []string
 	for _, e := range errs {
