@@ -42,11 +42,12 @@ const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 // The Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup, beta but off by default
 // in Kubernetes 1.37), turned on in a testbed of Kubernetes WorkloadAPISince or later so that
 // kube-scheduler gang-schedules pods naming a PodGroup (podgroups' scheduler kubernetes), with
-// TopologyAwareWorkloadScheduling (alpha) for its topology key. Not WorkloadWithJob nor the
-// other alpha gates, which podgroups does not use.
+// TopologyAwareWorkloadScheduling (alpha) for its topology key and DRAWorkloadResourceClaims
+// (beta, off by default) for per-Job claims reserved for a Job's PodGroup. Not WorkloadWithJob
+// nor the other alpha gates, which podgroups does not use.
 const (
 	WorkloadAPISince         = "1.37.0"
-	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true"
 	WorkloadAPIRuntimeConfig = "scheduling.k8s.io/v1beta1=true"
 )
 

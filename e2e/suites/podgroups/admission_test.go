@@ -153,7 +153,7 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 			t.Errorf("no call of the podgroups webhooks counted at all: is the metric there?")
 		}
 		for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
-			if s == contract.SchedulerKubernetes && !workloadAPIServed(t, cfg) {
+			if s == contract.SchedulerKubernetes && !framework.WorkloadAPIServed(t, cfg) {
 				continue
 			}
 			if names, err := podGroupNames(ctx, c, ns, js.Name, s); err != nil || len(names) > 0 {

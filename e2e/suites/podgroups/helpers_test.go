@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,35 +160,11 @@ func waitAllBound(ctx context.Context, t *testing.T, c client.Client, ns, jobSet
 	return time.Since(since)
 }
 
-// workloadAPIServed tells whether the apiserver serves the Workload API (Workload and PodGroup
-// of scheduling.k8s.io/v1beta1: Kubernetes 1.37 with GenericWorkload), which the kubernetes
-// backend needs.
-func workloadAPIServed(t *testing.T, cfg *envconf.Config) bool {
-	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := dc.ServerResourcesForGroupVersion(schedulingv1beta1.SchemeGroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, r := range l.APIResources {
-		have[r.Name] = true
-	}
-	return have["workloads"] && have["podgroups"]
-}
-
-// requireWorkloadAPI skips a kubernetes case where the Workload API is not served (a testbed of
-// Kubernetes before 1.37 in make e2e-compat), saying so: n/a there, never passed.
+// requireWorkloadAPI skips a kubernetes case where the Workload API is not served
+// (framework.RequireWorkloadAPI).
 func requireWorkloadAPI(t *testing.T, cfg *envconf.Config) {
 	t.Helper()
-	if !workloadAPIServed(t, cfg) {
-		t.Skip("n/a: the apiserver does not serve the Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup: Kubernetes 1.37 with the GenericWorkload gate)")
-	}
+	framework.RequireWorkloadAPI(t, cfg)
 }
 
 // bound counts the pods given a node.

@@ -48,6 +48,10 @@ func TestAdmission(t *testing.T) {
 			want: []string{path + "[0].spec.devices.requests[0].exactly.deviceClassName: Required value"}},
 		{name: "spec with a bad request name (API server's validation)", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: R_1, exactly: {deviceClassName: c}}]}}}]`,
 			want: []string{path + "[0].spec.devices.requests[0].name: Invalid value"}},
+		{name: "a Job of 300 pods sharing claims that no PodGroup holds", templates: `[{metadata: {name: a}, ` + sharedData + `}]`, edit: func(js *jobsetv1alpha2.JobSet) {
+			spec := &js.Spec.ReplicatedJobs[1].Template.Spec
+			spec.Parallelism, spec.Completions = ptr.To[int32](300), ptr.To[int32](300)
+		}, want: []string{path + `: Forbidden: a Job of ReplicatedJob "w" runs 300 pods at once and shares these claims`}},
 		{name: "every error in one response", templates: `[{metadata: {name: a}, ` + sharedData + `, containers: [nope], whenJobFinished: Never}, {metadata: {name: a, namespace: x}, ` + sharedData + `}]`,
 			want: []string{path + "[0].containers[0]: Invalid value", path + "[0].whenJobFinished: Unsupported value", path + "[1].metadata.name: Duplicate value", path + "[1].metadata.namespace: Forbidden"}},
 	} {

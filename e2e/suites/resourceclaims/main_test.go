@@ -28,7 +28,9 @@ import (
 var testenv env.Environment
 
 func TestMain(m *testing.M) {
-	testenv = framework.WithAddon(framework.NewEnvironment(), "resourceclaims", probe, "--log-level=2").
+	// podgroups too, for claims held by a Job's PodGroup (scheduler kubernetes).
+	e := framework.WithAddon(framework.NewEnvironment(), "podgroups", probePodGroups, "--log-level=2")
+	testenv = framework.WithAddon(e, "resourceclaims", probe, "--log-level=2").
 		Setup(publishDevices).
 		Finish(unpublishDevices)
 	os.Exit(testenv.Run(m))
@@ -53,6 +55,25 @@ func probe(ctx context.Context, c client.Client) error {
 	}
 	if rc := job.Spec.Template.Spec.ResourceClaims; len(rc) != 1 || ptr.Deref(rc[0].ResourceClaimName, "") != "probe-w-0-a" {
 		return errors.New("the Job came back without its claim")
+	}
+	return nil
+}
+
+// probePodGroups passes once the apiserver calls the podgroups webhooks: a dry-run JobSet asking
+// for scheduler kubernetes comes back naming its PodGroup, or, where the apiserver does not serve
+// the Workload API, is refused by podgroups for it.
+func probePodGroups(ctx context.Context, c client.Client) error {
+	js := newJobSet(corev1.NamespaceDefault, "probe", rjob("w", 1, 1, ""))
+	js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
+	err := c.Create(ctx, js, client.DryRunAll)
+	if err != nil {
+		if strings.Contains(err.Error(), "did not serve the Workload API") {
+			return nil
+		}
+		return err
+	}
+	if sg := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulingGroup; sg == nil || ptr.Deref(sg.PodGroupName, "") != "probe" {
+		return errors.New("the JobSet came back naming no PodGroup")
 	}
 	return nil
 }

@@ -1,0 +1,98 @@
+package resourceclaims_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// TestClaimOnPodGroup: a Job of 300 pods shares one per-Job claim, more than a claim reserved
+// per pod can serve (256). With podgroups' scheduler kubernetes the claim goes on the Job's
+// PodGroup, and kube-scheduler (DRAWorkloadResourceClaims, on in the testbed) reserves it for the
+// PodGroup: the claim is allocated once, its reservedFor is the PodGroup alone while the pods
+// run, all 300 pods are bound, and the JobSet completes. The same JobSet without the scheduler
+// annotation is refused at admission (TestAdmission); where the apiserver drops a PodGroup's
+// claims, podgroups refuses it (its webhook's unit tests: this testbed has the gate on).
+func TestClaimOnPodGroup(t *testing.T) {
+	const pods = 300
+	f := framework.NamespacedFeature("a Job of 300 pods shares one claim through its PodGroup", "allocated once, reserved for the PodGroup, all bound", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		framework.RequireWorkloadAPI(t, cfg)
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		js := newJobSet(ns, "big", rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`))
+		js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
+		// Long enough for every pod to be bound while the first ones still run.
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "40s"
+		start := time.Now()
+		framework.CreateAll(ctx, t, c, js)
+
+		// The PodGroup lists the Job's claim, as the pods name it.
+		wantClaims := []schedulingv1beta1.PodGroupResourceClaim{{Name: "data", ResourceClaimName: ptr.To("big-w-0-data")}}
+		pg := &schedulingv1beta1.PodGroup{}
+		framework.Eventually(ctx, t, 30*time.Second, "PodGroup big with the Job's claim", func(ctx context.Context) (bool, string, error) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "big"}, pg); err != nil {
+				return false, err.Error(), nil
+			}
+			return equality.Semantic.DeepEqual(pg.Spec.ResourceClaims, wantClaims), fmt.Sprintf("claims %+v", pg.Spec.ResourceClaims), nil
+		})
+
+		// All 300 bound; the claim allocated, reserved for the PodGroup and nothing else.
+		var allocation *resourcev1.AllocationResult
+		claim := &resourcev1.ResourceClaim{}
+		framework.Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("%d pods bound", pods), func(ctx context.Context) (bool, string, error) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "big-w-0-data"}, claim); err != nil {
+				return false, err.Error(), nil
+			}
+			if allocation == nil && claim.Status.Allocation != nil {
+				allocation = claim.Status.Allocation.DeepCopy()
+			}
+			ps := podsOf(ctx, t, c, ns, js.Name)
+			n := 0
+			for i := range ps {
+				if ps[i].Spec.NodeName != "" {
+					n++
+				}
+			}
+			return n == pods, fmt.Sprintf("%d of %d pods bound, claim reservedFor %d entries", n, len(ps), len(claim.Status.ReservedFor)), nil
+		})
+		t.Logf("%d pods bound %s after the JobSet's creation", pods, time.Since(start).Round(time.Millisecond))
+		wantRef := resourcev1.ResourceClaimConsumerReference{APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: "big", UID: pg.UID}
+		if got := claim.Status.ReservedFor; len(got) != 1 || got[0] != wantRef {
+			t.Errorf("claim big-w-0-data reservedFor %+v, want the PodGroup alone %+v", got, wantRef)
+		}
+		if claim.Status.Allocation == nil || !equality.Semantic.DeepEqual(claim.Status.Allocation, allocation) {
+			t.Errorf("claim big-w-0-data allocation %+v, want the first one seen %+v throughout", claim.Status.Allocation, allocation)
+		}
+		for _, p := range podsOf(ctx, t, c, ns, js.Name) {
+			refs, _ := podClaims(&p)
+			if fmt.Sprint(refs) != fmt.Sprint(map[string]string{"data": "big-w-0-data"}) {
+				t.Errorf("pod %s references %v, want data -> big-w-0-data", p.Name, refs)
+				break
+			}
+		}
+		var all resourcev1.ResourceClaimList
+		if err := c.List(ctx, &all, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(all.Items) != 1 {
+			t.Errorf("%d ResourceClaims in the namespace, want the one per-Job claim", len(all.Items))
+		}
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		t.Logf("JobSet of %d pods Completed %s after its creation", pods, time.Since(start).Round(time.Millisecond))
+		return ctx
+	})
+	testenv.Test(t, f)
+}
