@@ -96,3 +96,56 @@ func TestClaimOnPodGroup(t *testing.T) {
 	})
 	testenv.Test(t, f)
 }
+
+// TestClaimOnPodGroupRestart: a PodGroup's claims cannot change, and a JobSet restart names new
+// claims (<job>-r1-<template>): podgroups deletes the PodGroup and makes it again with them,
+// the pods of attempt 1 get the new claim reserved for the new PodGroup, and the JobSet
+// completes.
+func TestClaimOnPodGroupRestart(t *testing.T) {
+	f := framework.NamespacedFeature("a restart remakes the PodGroup with the new claims", "r1 claim on a new PodGroup", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		framework.RequireWorkloadAPI(t, cfg)
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		rj := rjob("w", 1, 4, `[{metadata: {name: data}, `+sharedData+`, whenJobFinished: Retain}]`)
+		rj.Template.Spec.Template.Annotations[testbed.FailFirstAttemptAnnotationKey] = "true"
+		rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "8s"
+		js := newJobSet(ns, "rs", rj)
+		js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
+		js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 1}
+		framework.CreateAll(ctx, t, c, js)
+
+		podGroupWith := func(claim string) *schedulingv1beta1.PodGroup {
+			t.Helper()
+			pg := &schedulingv1beta1.PodGroup{}
+			framework.Eventually(ctx, t, time.Minute, "PodGroup rs listing "+claim, func(ctx context.Context) (bool, string, error) {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rs"}, pg); err != nil {
+					return false, err.Error(), nil
+				}
+				want := []schedulingv1beta1.PodGroupResourceClaim{{Name: "data", ResourceClaimName: ptr.To(claim)}}
+				return equality.Semantic.DeepEqual(pg.Spec.ResourceClaims, want), fmt.Sprintf("claims %+v", pg.Spec.ResourceClaims), nil
+			})
+			return pg
+		}
+		first := podGroupWith("rs-w-0-data")
+		second := podGroupWith("rs-w-0-r1-data")
+		if second.UID == first.UID {
+			t.Fatalf("PodGroup rs kept UID %s across the restart", first.UID)
+		}
+		wantRef := resourcev1.ResourceClaimConsumerReference{APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: "rs", UID: second.UID}
+		framework.Eventually(ctx, t, time.Minute, "claim rs-w-0-r1-data reserved for the new PodGroup", func(ctx context.Context) (bool, string, error) {
+			claim := &resourcev1.ResourceClaim{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rs-w-0-r1-data"}, claim); err != nil {
+				return false, err.Error(), nil
+			}
+			got := claim.Status.ReservedFor
+			return len(got) == 1 && got[0] == wantRef, fmt.Sprintf("reservedFor %+v", got), nil
+		})
+		waitEvent(ctx, t, c, ns, js.Name, "PodGroupDeleted", "to make it again")
+		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
+		if js.Status.Restarts != 1 {
+			t.Errorf("restarts %d, want 1", js.Status.Restarts)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
