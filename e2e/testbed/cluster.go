@@ -107,6 +107,9 @@ func kwokctlConfig(c Config) ([]byte, error) {
 		// kwokctl gives the gates to kube-apiserver, kube-controller-manager and kube-scheduler.
 		opts := cfg["options"].(map[string]any)
 		opts["kubeFeatureGates"] = WorkloadAPIFeatureGates
+		if c.KubeFeatureGates != "" {
+			opts["kubeFeatureGates"] = c.KubeFeatureGates
+		}
 		opts["kubeRuntimeConfig"] = WorkloadAPIRuntimeConfig
 	}
 	if c.APIServerGOGC != "" {

@@ -45,6 +45,10 @@ type Config struct {
 	// work sets it high, so that whether one of the apiserver's garbage collections (a quarter
 	// of such a window's CPU) falls into the window does not decide the result.
 	APIServerGOGC string
+	// KubeFeatureGates, when set, replaces WorkloadAPIFeatureGates on a testbed of Kubernetes
+	// WorkloadAPISince or later: a test of what a cluster without one of them does (such as
+	// DRAWorkloadResourceClaims) runs on a testbed started so.
+	KubeFeatureGates string
 }
 
 // Ports of the testbed, all on 127.0.0.1.
@@ -75,8 +79,8 @@ func (p Ports) All() []int {
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,
-// TESTBED_NODES, TESTBED_POD_DURATION, TESTBED_PORT_BASE and TESTBED_APISERVER_GOGC override
-// the defaults.
+// TESTBED_NODES, TESTBED_POD_DURATION, TESTBED_PORT_BASE, TESTBED_APISERVER_GOGC and
+// TESTBED_KUBE_FEATURE_GATES override the defaults.
 func DefaultConfig() (Config, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -91,7 +95,8 @@ func DefaultConfig() (Config, error) {
 		PodDuration: time.Second,
 		PortBase:    31000,
 
-		APIServerGOGC: os.Getenv("TESTBED_APISERVER_GOGC"),
+		APIServerGOGC:    os.Getenv("TESTBED_APISERVER_GOGC"),
+		KubeFeatureGates: os.Getenv("TESTBED_KUBE_FEATURE_GATES"),
 	}
 	if c.Bins != "" && !filepath.IsAbs(c.Bins) {
 		c.Bins = filepath.Join(root, c.Bins) // the suites run in their own directories

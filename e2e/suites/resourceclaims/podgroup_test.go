@@ -3,12 +3,14 @@ package resourceclaims_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -25,15 +27,12 @@ import (
 // PodGroup: the claim is allocated once, its reservedFor is the PodGroup alone while the pods
 // run, all 300 pods are bound, and the JobSet completes. The same JobSet without the scheduler
 // annotation is refused at admission (TestAdmission); where the apiserver drops a PodGroup's
-// claims, podgroups refuses it (its webhook's unit tests: this testbed has the gate on).
+// claims, podgroups refuses it (TestClaimOnPodGroupGateOff).
 func TestClaimOnPodGroup(t *testing.T) {
 	const pods = 300
 	f := framework.NamespacedFeature("a Job of 300 pods shares one claim through its PodGroup", "allocated once, reserved for the PodGroup, all bound", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		framework.RequireWorkloadAPI(t, cfg)
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
-		js := newJobSet(ns, "big", rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`))
-		js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
+		c, ns := claimsGate(ctx, t, cfg, true)
+		js := bigJobSet(ns, pods)
 		// Long enough for every pod to be bound while the first ones still run.
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "40s"
 		start := time.Now()
@@ -97,15 +96,84 @@ func TestClaimOnPodGroup(t *testing.T) {
 	testenv.Test(t, f)
 }
 
+// bigJobSet asks for scheduler kubernetes and has one Job of pods pods sharing one per-Job claim.
+func bigJobSet(ns string, pods int32) *jobsetv1alpha2.JobSet {
+	js := newJobSet(ns, "big", rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`))
+	js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
+	return js
+}
+
+// claimsGate skips the case, as n/a, unless the Workload API is served and the apiserver keeps a
+// PodGroup's claims (DRAWorkloadResourceClaims) as on says; it returns the client and namespace.
+func claimsGate(ctx context.Context, t *testing.T, cfg *envconf.Config, on bool) (client.Client, string) {
+	t.Helper()
+	framework.RequireWorkloadAPI(t, cfg)
+	c := framework.Client(t, cfg)
+	ns := framework.NamespaceFrom(ctx)
+	if kept := podGroupClaimsKept(ctx, t, c, ns); kept != on {
+		t.Skipf("n/a: this case needs DRAWorkloadResourceClaims on=%t, and this testbed's apiserver keeps a PodGroup's claims=%t", on, kept)
+	}
+	return c, ns
+}
+
+// podGroupClaimsKept tells whether the apiserver keeps a PodGroup's spec.resourceClaims (the
+// feature gate DRAWorkloadResourceClaims), by a dry-run create.
+func podGroupClaimsKept(ctx context.Context, t *testing.T, c client.Client, ns string) bool {
+	t.Helper()
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claims-probe"},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1}},
+			ResourceClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: "probe", ResourceClaimName: ptr.To("probe")}},
+		},
+	}
+	if err := c.Create(ctx, pg, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	return len(pg.Spec.ResourceClaims) > 0
+}
+
+// TestClaimOnPodGroupGateOff: where the apiserver drops a PodGroup's claims (a testbed started
+// with TESTBED_KUBE_FEATURE_GATES=GenericWorkload=true,TopologyAwareWorkloadScheduling=true), the
+// JobSet of TestClaimOnPodGroup is refused at admission by podgroups, at the templates
+// annotation, naming the gate; nothing is made.
+func TestClaimOnPodGroupGateOff(t *testing.T) {
+	f := framework.NamespacedFeature("a Job of 300 pods sharing a claim, the gate off", "refused at admission", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c, ns := claimsGate(ctx, t, cfg, false)
+		js := bigJobSet(ns, 300)
+		err := c.Create(ctx, js)
+		if err == nil {
+			t.Fatal("admitted")
+		}
+		framework.ExpectCauses(t, err, ns)
+		for _, want := range []string{"vjobset.podgroups.jobset-addons.io", "DRAWorkloadResourceClaims", "runs 300 pods at once"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %q does not say %q", err, want)
+			}
+		}
+		// A Job of 4 is admitted: its PodGroup is made, the apiserver drops the claims, and
+		// podgroups says so; the claim is reserved per pod and the JobSet completes.
+		small := bigJobSet(ns, 4)
+		small.Name = "small"
+		framework.CreateAll(ctx, t, c, small)
+		waitEvent(ctx, t, c, ns, small.Name, "PodGroupClaimsDropped", "DRAWorkloadResourceClaims")
+		pg := &schedulingv1beta1.PodGroup{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, pg); err != nil || len(pg.Spec.ResourceClaims) > 0 {
+			t.Errorf("PodGroup small: %v, claims %+v; want it, without claims", err, pg.Spec.ResourceClaims)
+		}
+		framework.WaitJobSet(ctx, t, c, small, jobsetv1alpha2.JobSetCompleted)
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
 // TestClaimOnPodGroupRestart: a PodGroup's claims cannot change, and a JobSet restart names new
 // claims (<job>-r1-<template>): podgroups deletes the PodGroup and makes it again with them,
 // the pods of attempt 1 get the new claim reserved for the new PodGroup, and the JobSet
 // completes.
 func TestClaimOnPodGroupRestart(t *testing.T) {
 	f := framework.NamespacedFeature("a restart remakes the PodGroup with the new claims", "r1 claim on a new PodGroup", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		framework.RequireWorkloadAPI(t, cfg)
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
+		c, ns := claimsGate(ctx, t, cfg, true)
 		rj := rjob("w", 1, 4, `[{metadata: {name: data}, `+sharedData+`, whenJobFinished: Retain}]`)
 		rj.Template.Spec.Template.Annotations[testbed.FailFirstAttemptAnnotationKey] = "true"
 		rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "8s"
