@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
@@ -263,6 +264,15 @@ func TestNativeClaims(t *testing.T) {
 	}
 	if first.Annotations[contract.PodGroupSpecHashAnnotationKey] == restarted.Annotations[contract.PodGroupSpecHashAnnotationKey] {
 		t.Error("the spec hash does not follow the claims")
+	}
+	shadowed := js.DeepCopy()
+	shadowed.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "imex", ResourceClaimName: ptr.To("users-imex")}}
+	sg, errs := gang.Gangs(shadowed, contract.SchedulerKubernetes)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if got := b.Build(shadowed, sg[1], gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup).Spec.ResourceClaims; len(got) != 1 || got[0].Name != "data" {
+		t.Errorf("with the pod template's own claim imex: claims %+v, want data alone", got)
 	}
 	dropped := restarted.DeepCopy()
 	dropped.Spec.ResourceClaims = nil

@@ -227,9 +227,17 @@ func podGroupClaims(js *jobsetv1alpha2.JobSet, rjName string) (string, []string)
 	if len(errs) > 0 || !jobsets.ClaimsOnPodGroup(js, rjName, len(templates)) {
 		return "", nil
 	}
-	names := make([]string, len(templates))
-	for i, t := range templates {
-		names[i] = t.Name
+	own := jobsets.ReplicatedJob(js, rjName).Template.Spec.Template.Spec.ResourceClaims
+	var names []string
+	for _, t := range templates {
+		// A pod template's own claim of the name wins over the template (the resourceclaims Job
+		// webhook leaves it): the pods do not use the Job's claim, so the PodGroup does not list it.
+		if !slices.ContainsFunc(own, func(c corev1.PodResourceClaim) bool { return c.Name == t.Name }) {
+			names = append(names, t.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", nil
 	}
 	return rjName, names
 }
