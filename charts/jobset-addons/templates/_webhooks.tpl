@@ -125,7 +125,7 @@ podgroups:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
-          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations))"
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations))"
         # UPDATE only for the kubernetes backend: the webhook puts back spec.schedulingGroup where
         # an update dropped it (Kueue v0.17.0 does, when it admits or evicts the JobSet).
         - name: create-or-kubernetes-backend
@@ -140,5 +140,5 @@ podgroups:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
-          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations)))"
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in oldObject.metadata.annotations)))"
 {{- end }}

@@ -41,6 +41,7 @@ func TestBadInputRefused(t *testing.T) {
 		{"unknown scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "kube-batch") }, []string{schedulerPath}},
 		{"empty scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
 		{"topology without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
+		{"topology key without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{schedulerPath}},
 		{"queue for coscheduling", func(j jobSet) jobSet { return cosched(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
 		{"topology for coscheduling", func(j jobSet) jobSet {
 			return cosched(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft}")
