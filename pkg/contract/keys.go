@@ -195,6 +195,19 @@ const (
 	// TopologyAwareWorkloadScheduling (alpha) is on. Parse it with ParseTopologyKey.
 	TopologyKeyAnnotationKey = "podgroups." + Domain + "/topology-key"
 
+	// CompositeAnnotationKey is a JobSet annotation, written by the user, for SchedulerKubernetes
+	// only: "true" gangs each Job on its own, as a PodGroup named as the Job (JobPodGroupName)
+	// whose pods may be held to one domain of TopologyKeyAnnotationKey, while a CompositePodGroup
+	// (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup, alpha) of the gang's name keeps
+	// the gang all-or-nothing: every Job of it placed, or none. Parse it with ParseComposite.
+	CompositeAnnotationKey = "podgroups." + Domain + "/composite"
+
+	// PerJobPodGroupAnnotationKey is an annotation on spec.replicatedJobs[].template.metadata
+	// (value EnabledValue), written by the podgroups JobSet webhook when CompositeAnnotationKey is
+	// "true", so that it lands on each Job: the podgroups Job webhook then names the Job's own
+	// PodGroup (JobPodGroupName) in the Job's pod template (spec.schedulingGroup.podGroupName).
+	PerJobPodGroupAnnotationKey = "podgroups." + Domain + "/per-job"
+
 	// ScheduleTimeoutAnnotationKey is a JobSet annotation, written by the user, for the
 	// coscheduling scheduler only: the PodGroup's scheduleTimeoutSeconds, how long a gang's pods
 	// wait in the scheduler's Permit stage for the rest of the gang. Parse it with

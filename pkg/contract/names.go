@@ -119,3 +119,10 @@ func StagePodGroupName(jobSet string, stage int) (string, error) {
 	}
 	return checkName(object, fmt.Sprintf("%s-stage-%d", jobSet, stage))
 }
+
+// JobPodGroupName is the name of the PodGroup of one Job of a composite gang
+// (CompositeAnnotationKey): the Job's own name, <jobset>-<replicatedJob>-<index> as JobSet names
+// it. The gang's CompositePodGroup takes the gang's name (PodGroupName, StagePodGroupName).
+func JobPodGroupName(job string) (string, error) {
+	return checkName("Job PodGroup", job)
+}

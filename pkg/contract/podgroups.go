@@ -108,3 +108,14 @@ func ParseScheduleTimeout(value string, path *field.Path) (int32, field.ErrorLis
 	}
 	return int32(n), nil
 }
+
+// ParseComposite parses the value of the CompositeAnnotationKey annotation: "true" or "false".
+func ParseComposite(value string, path *field.Path) (bool, field.ErrorList) {
+	switch value {
+	case EnabledValue:
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, field.ErrorList{field.NotSupported(path, value, []string{EnabledValue, "false"})}
+}
