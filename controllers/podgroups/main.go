@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +58,8 @@ func main() {
 			&coschedv1alpha1.PodGroup{}:   addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.Workload{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
+			// Watched only where served (composites below).
+			&schedulingv1alpha3.CompositePodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
@@ -74,7 +77,11 @@ func main() {
 			if err != nil {
 				return err
 			}
-			if err := controller.IndexFields(ctx, mgr, installed); err != nil {
+			composites, err := compositesServed(mgr, installed)
+			if err != nil {
+				return err
+			}
+			if err := controller.IndexFields(ctx, mgr, installed, composites); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
@@ -83,13 +90,15 @@ func main() {
 				Recorder:     addon.EventRecorder(mgr, "podgroups.jobset-addons.io"),
 				Clock:        clock.RealClock{},
 				Installed:    installed,
+				Composites:   composites,
 				DefaultQueue: defaultQueue,
 			}
 			w := &webhook.JobSetWebhook{
-				Names:     names,
-				Installed: func(s contract.Scheduler) bool { return installed[s] != nil },
-				Classes:   r,
-				Claims:    &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
+				Names:      names,
+				Installed:  func(s contract.Scheduler) bool { return installed[s] != nil },
+				Classes:    r,
+				Claims:     &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
+				Composites: composites,
 			}
 			if err := webhook.Register(mgr, w); err != nil {
 				return err
@@ -130,4 +139,23 @@ backends:
 		log.Info("No PodGroup CRD is served: every JobSet asking for gang scheduling is refused")
 	}
 	return installed, nil
+}
+
+// compositesServed tells whether the apiserver serves CompositePodGroup (scheduling.k8s.io/v1alpha3,
+// feature gate CompositePodGroup), which a composite gang of the kubernetes backend needs. Not
+// served: it is not watched, and JobSets asking for a composite gang are refused.
+func compositesServed(mgr ctrl.Manager, installed map[contract.Scheduler]*controller.Backend) (bool, error) {
+	if installed[contract.SchedulerKubernetes] == nil {
+		return false, nil
+	}
+	gvk := controller.CompositeKind
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case apimeta.IsNoMatchError(err):
+		mgr.GetLogger().WithName("podgroups").Info("CompositePodGroup (scheduling.k8s.io/v1alpha3) is not served: JobSets asking for a composite gang are refused until it is and the controller restarted")
+		return false, nil
+	}
+	return false, fmt.Errorf("looking up the CompositePodGroup kind: %w", err)
 }

@@ -226,7 +226,7 @@ podgroups:
     resources: ["priorityclasses"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["scheduling.k8s.io"]
-    resources: ["workloads", "podgroups"]
+    resources: ["workloads", "podgroups", "compositepodgroups"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
 {{- end }}
 

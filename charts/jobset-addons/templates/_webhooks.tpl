@@ -116,6 +116,21 @@ sequencer:
           expression: "((has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))) || (oldObject != null && ((has(oldObject.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in oldObject.metadata.annotations)) || (has(oldObject.spec.replicatedJobs) && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))))"
 podgroups:
   mutating:
+    - name: mjob.podgroups.jobset-addons.io
+      path: /mutate-batch-v1-job
+      timeoutSeconds: 5
+      rules:
+        - apiGroups: ["batch"]
+          apiVersions: ["v1"]
+          operations: ["CREATE"]
+          resources: ["jobs"]
+      objectSelector:
+        matchExpressions:
+          - key: jobset.sigs.k8s.io/jobset-name
+            operator: Exists
+      matchConditions:
+        - name: per-job-podgroup
+          expression: "has(object.metadata.annotations) && 'podgroups.jobset-addons.io/per-job' in object.metadata.annotations"
     - name: mjobset.podgroups.jobset-addons.io
       path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
       rules:
@@ -125,7 +140,7 @@ podgroups:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
-          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations))"
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations || 'podgroups.jobset-addons.io/composite' in object.metadata.annotations))"
         # UPDATE only for the kubernetes backend: the webhook puts back spec.schedulingGroup where
         # an update dropped it (Kueue v0.17.0 does, when it admits or evicts the JobSet).
         - name: create-or-kubernetes-backend
@@ -140,5 +155,5 @@ podgroups:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
-          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in oldObject.metadata.annotations)))"
+          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations || 'podgroups.jobset-addons.io/composite' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/composite' in oldObject.metadata.annotations)))"
 {{- end }}

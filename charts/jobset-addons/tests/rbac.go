@@ -53,6 +53,7 @@ var allowlist = func() map[string][]string {
 			crud("scheduling.x-k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/workloads", "get", "list", "watch", "create", "patch", "delete"),
+			crud("scheduling.k8s.io/compositepodgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/priorityclasses", "get", "list", "watch")),
 	}
 	out := map[string][]string{}

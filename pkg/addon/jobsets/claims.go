@@ -38,9 +38,10 @@ func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 {
 // them) of the JobSet's ReplicatedJob rj go on its Job's PodGroup, where kube-scheduler reserves
 // each for the PodGroup rather than for each pod (feature gate DRAWorkloadResourceClaims), so
 // that more than MaxClaimSharers pods may share one. That is so when the JobSet asks podgroups
-// for scheduler kubernetes, rj has one Job (replicas 1) and is alone in its stage, so that the
-// stage's PodGroup gangs that Job's pods and no other's, and rj has at most MaxPodGroupClaims
-// templates. podgroups then writes the claims into that PodGroup; resourceclaims lets such a Job
+// for scheduler kubernetes, and either gangs each Job as a PodGroup of its own
+// (contract.CompositeAnnotationKey) or rj has one Job (replicas 1) and is alone in its stage, so
+// that the stage's PodGroup gangs that Job's pods and no other's; and rj has at most
+// MaxPodGroupClaims templates. podgroups then writes the claims into that PodGroup; resourceclaims lets such a Job
 // have more than MaxClaimSharers pods (podgroups refuses it where the apiserver drops a
 // PodGroup's claims).
 func ClaimsOnPodGroup(js *jobsetv1alpha2.JobSet, rj string, templates int) bool {
@@ -48,7 +49,13 @@ func ClaimsOnPodGroup(js *jobsetv1alpha2.JobSet, rj string, templates int) bool 
 		return false
 	}
 	r := ReplicatedJob(js, rj)
-	if r == nil || r.Replicas != 1 || templates < 1 || templates > MaxPodGroupClaims {
+	if r == nil || templates < 1 || templates > MaxPodGroupClaims {
+		return false
+	}
+	if composite, errs := contract.ParseComposite(js.Annotations[contract.CompositeAnnotationKey], nil); len(errs) == 0 && composite {
+		return true // each Job is a PodGroup of its own
+	}
+	if r.Replicas != 1 {
 		return false
 	}
 	stages, errs := Stages(js)

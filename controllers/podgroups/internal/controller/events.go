@@ -31,6 +31,10 @@ const (
 	// ReasonClaimsDropped: the apiserver dropped the per-Job claims from a kubernetes PodGroup
 	// (no feature gate DRAWorkloadResourceClaims): each is reserved per pod instead.
 	ReasonClaimsDropped = "PodGroupClaimsDropped"
+	// ReasonCompositeCreated, ReasonCompositeDeleted: a composite gang's CompositePodGroup was
+	// made, or deleted once the JobSet finished.
+	ReasonCompositeCreated = "CompositePodGroupCreated"
+	ReasonCompositeDeleted = "CompositePodGroupDeleted"
 	// ReasonSchedulerNotInstalled: the JobSet asks for a scheduler whose PodGroup CRD was not
 	// served when the controller started.
 	ReasonSchedulerNotInstalled = "SchedulerNotInstalled"

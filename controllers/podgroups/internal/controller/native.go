@@ -3,9 +3,11 @@ package controller
 import (
 	"fmt"
 
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,14 @@ import (
 // minCount = the gang's pods, the gang's priority class, the topology key (if any) as its
 // scheduling constraint, owned by the JobSet.
 func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
+	return nativeBuild(js, g, func(template string) *workloadbuilder.WorkloadItem {
+		return gangItem(template, contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), nativeMinCount(g), priorityClass, topologyKey)
+	})
+}
+
+// nativeBuild is the workloadbuilder of the Workload <jobset> with gang g's item, which item
+// makes from the template's name (stage-<i>), owned by the JobSet; and that name.
+func nativeBuild(js *jobsetv1alpha2.JobSet, g gang.Gang, item func(template string) *workloadbuilder.WorkloadItem) (*workloadbuilder.Builder, string, error) {
 	template, err := contract.PodGroupTemplateName(g.Stage.Index)
 	if err != nil {
 		return nil, "", err
@@ -34,25 +44,30 @@ func nativeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priority
 	if err != nil {
 		return nil, "", err
 	}
+	b := workloadbuilder.NewBuilder(item(template), workloadbuilder.BuildOptions{
+		Name:            name,
+		Namespace:       js.Namespace,
+		Owner:           metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet")),
+		AllowedPolicies: []workloadbuilder.SchedulingPolicyOption{workloadbuilder.GangPolicy},
+	})
+	return b, template, nil
+}
+
+// gangItem is a workloadbuilder item of the gang policy with minCount, the priority class, and
+// the topology key (if any) as its scheduling constraint.
+func gangItem(name string, path *field.Path, minCount int32, priorityClass, topologyKey string) *workloadbuilder.WorkloadItem {
 	item := &workloadbuilder.WorkloadItem{
-		Name: template,
-		Path: contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey),
+		Name: name,
+		Path: path,
 		DefaultConfig: &workloadbuilder.SchedulingConfig{
-			Policy:            &workloadbuilder.SchedulingPolicy{Gang: &workloadbuilder.GangSchedulingPolicy{MinCount: ptr.To(nativeMinCount(g))}},
+			Policy:            &workloadbuilder.SchedulingPolicy{Gang: &workloadbuilder.GangSchedulingPolicy{MinCount: ptr.To(minCount)}},
 			PriorityClassName: priorityClass,
 		},
 	}
 	if topologyKey != "" {
 		item.DefaultConfig.Constraints = &workloadbuilder.SchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: topologyKey}}}
 	}
-	owner := metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
-	b := workloadbuilder.NewBuilder(item, workloadbuilder.BuildOptions{
-		Name:            name,
-		Namespace:       js.Namespace,
-		Owner:           owner,
-		AllowedPolicies: []workloadbuilder.SchedulingPolicyOption{workloadbuilder.GangPolicy},
-	})
-	return b, template, nil
+	return item
 }
 
 // nativeMinCount is the gang's minCount: its pods, at least 1 (the API's minimum; a gang of no
@@ -64,6 +79,13 @@ func nativeMinCount(g gang.Gang) int32 { return max(g.MinMember, 1) }
 // gang is one Job whose per-Job claims go on its PodGroup, those claims, as the resourceclaims
 // Job webhook names them in the pods (see nativeClaims).
 func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) schedulingv1beta1.PodGroupSpec {
+	if g.Parent != nil {
+		spec, err := nativeJobPodGroupSpec(js, g, topologyKey, priorityClass)
+		if err != nil {
+			panic(fmt.Sprintf("building the PodGroup of Job %s: %v", g.Name, err)) // names were checked by gang.Gangs
+		}
+		return spec
+	}
 	b, template, err := nativeBuilder(js, g, topologyKey, priorityClass)
 	if err == nil {
 		if _, err = b.BuildWorkload(); err == nil {
@@ -79,6 +101,77 @@ func nativePodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, pri
 	panic(fmt.Sprintf("building the PodGroup of %s: %v", g.Name, err))
 }
 
+// nativeCompositeBuilder is the workloadbuilder of composite gang g: a composite item named
+// stage-<i> whose gang policy asks all of its Jobs (minGroupCount), with one leaf item per
+// ReplicatedJob, named as it, whose gang policy asks all of one Job's pods, held to one domain
+// of the topology key (if any), with the gang's priority class.
+func nativeCompositeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
+	return nativeBuild(js, g, func(template string) *workloadbuilder.WorkloadItem {
+		root := gangItem(template, contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), max(int32(len(g.Jobs)), 1), priorityClass, "")
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			rj := jobsets.ReplicatedJob(js, rjName)
+			root.Children = append(root.Children,
+				gangItem(rjName, field.NewPath("spec", "replicatedJobs").Key(rjName), max(gang.PodsPerJob(rj), 1), priorityClass, topologyKey))
+		}
+		return root
+	})
+}
+
+// NativeCompositePodGroup is composite gang g's CompositePodGroup, of the gang's name, made by
+// workloadbuilder from its template, with our labels, the hash of its spec and the JobSet as
+// controller owner.
+func NativeCompositePodGroup(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*schedulingv1alpha3.CompositePodGroup, error) {
+	b, template, err := nativeCompositeBuilder(js, g, topologyKey, priorityClass)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.BuildWorkload(); err != nil {
+		return nil, fmt.Errorf("building the Workload template of %s: %w", g.Name, err)
+	}
+	cpg, err := b.NewCompositePodGroup(g.Name, template)
+	if err != nil {
+		return nil, err
+	}
+	cpg.Labels = ourLabels(js, &g)
+	cpg.Annotations = map[string]string{contract.PodGroupSpecHashAnnotationKey: hash(cpg.Spec, cpg.Labels)}
+	cpg.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))}
+	return cpg, nil
+}
+
+// nativeJobPodGroupSpec is the spec of the PodGroup of one Job of a composite gang (g, with
+// Parent): its ReplicatedJob's PodGroup template in the parent's CompositePodGroup template,
+// workloadRef to it, the parent as parentCompositePodGroupName, and the Job's claims.
+func nativeJobPodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (schedulingv1beta1.PodGroupSpec, error) {
+	b, _, err := nativeCompositeBuilder(js, *g.Parent, topologyKey, priorityClass)
+	if err != nil {
+		return schedulingv1beta1.PodGroupSpec{}, err
+	}
+	wl, err := b.BuildWorkload()
+	if err != nil {
+		return schedulingv1beta1.PodGroupSpec{}, err
+	}
+	var tmpl *schedulingv1beta1.PodGroupTemplate
+	for i := range wl.Spec.CompositePodGroupTemplates {
+		for j := range wl.Spec.CompositePodGroupTemplates[i].PodGroupTemplates {
+			if t := &wl.Spec.CompositePodGroupTemplates[i].PodGroupTemplates[j]; t.Name == g.Template {
+				tmpl = t
+			}
+		}
+	}
+	if tmpl == nil {
+		return schedulingv1beta1.PodGroupSpec{}, fmt.Errorf("no PodGroup template %q in the composite template of %s", g.Template, g.Parent.Name)
+	}
+	spec := schedulingv1beta1.PodGroupSpec{
+		ParentCompositePodGroupName: ptr.To(g.Parent.Name),
+		WorkloadRef:                 &schedulingv1beta1.WorkloadReference{WorkloadName: wl.Name, TemplateName: tmpl.Name},
+		SchedulingPolicy:            *tmpl.SchedulingPolicy.DeepCopy(),
+		SchedulingConstraints:       tmpl.SchedulingConstraints.DeepCopy(),
+		PriorityClassName:           tmpl.PriorityClassName,
+	}
+	spec.ResourceClaims, err = nativeClaims(js, g)
+	return spec, err
+}
+
 // nativeClaims are the PodGroup claims of gang g: for each of its Job's resourceclaims templates,
 // {name: <template>, resourceClaimName: <job>-<template>} (<job>-r<N>-<template> in restart
 // attempt N, contract.ResourceClaimName), the very entry that the resourceclaims Job webhook
@@ -88,7 +181,7 @@ func nativeClaims(js *jobsetv1alpha2.JobSet, g gang.Gang) ([]schedulingv1beta1.P
 	if len(g.Claims) == 0 {
 		return nil, nil
 	}
-	job := jobsets.JobName(js.Name, g.ClaimsOf, 0)
+	job := g.ClaimsJob(js.Name)
 	claims := make([]schedulingv1beta1.PodGroupResourceClaim, len(g.Claims))
 	for i, t := range g.Claims {
 		name, err := contract.ResourceClaimName(job, t, int(js.Status.Restarts))
@@ -113,7 +206,11 @@ func nativeClaimsChanged(have, want client.Object) bool {
 func NativeWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, topologyKey string, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error) {
 	var wl *schedulingv1beta1.Workload
 	for _, g := range gangs {
-		b, _, err := nativeBuilder(js, g, topologyKey, priorityClass(g))
+		build := nativeBuilder
+		if len(g.Jobs) > 0 {
+			build = nativeCompositeBuilder
+		}
+		b, _, err := build(js, g, topologyKey, priorityClass(g))
 		if err != nil {
 			return nil, err
 		}
@@ -126,6 +223,7 @@ func NativeWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, topologyKey st
 			continue
 		}
 		wl.Spec.PodGroupTemplates = append(wl.Spec.PodGroupTemplates, one.Spec.PodGroupTemplates...)
+		wl.Spec.CompositePodGroupTemplates = append(wl.Spec.CompositePodGroupTemplates, one.Spec.CompositePodGroupTemplates...)
 	}
 	if wl == nil {
 		return nil, fmt.Errorf("the JobSet has no gang")
@@ -169,7 +267,7 @@ func nativeDroppedClaims(g gang.Gang, o client.Object) string {
 		return ""
 	}
 	return fmt.Sprintf("The apiserver dropped the claims %v of Job %s from PodGroup %s: it needs the feature gate DRAWorkloadResourceClaims, and kube-scheduler and "+
-		"kube-controller-manager too; each claim is reserved for each pod instead, at most %d pods", g.Claims, jobsets.JobName(o.GetLabels()[contract.JobSetNameLabelKey], g.ClaimsOf, 0), o.GetName(), jobsets.MaxClaimSharers)
+		"kube-controller-manager too; each claim is reserved for each pod instead, at most %d pods", g.Claims, g.ClaimsJob(o.GetLabels()[contract.JobSetNameLabelKey]), o.GetName(), jobsets.MaxClaimSharers)
 }
 
 // nativeDroppedTopology: an apiserver without the feature gate TopologyAwareWorkloadScheduling

@@ -283,3 +283,56 @@ func TestNativeClaims(t *testing.T) {
 		t.Errorf("claims kept, yet told: %s", msg)
 	}
 }
+
+// TestNativeComposite: a composite gang's Workload has one composite template (gang of all its
+// Jobs) with one PodGroup template per ReplicatedJob (gang of one Job's pods, the topology key);
+// its CompositePodGroup asks minGroupCount = the Jobs; each Job's PodGroup refers to its
+// ReplicatedJob's template, names the CompositePodGroup as parent and lists the Job's claims.
+func TestNativeComposite(t *testing.T) {
+	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false)
+	js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism = ptr.To[int32](3)
+	js.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: data}, spec: {}}]`}
+	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
+	if len(errs) > 0 || len(gangs) != 1 || len(gangs[0].Jobs) != 4 {
+		t.Fatalf("gangs %+v, %v: want one of 4 Jobs", gangs, errs)
+	}
+	g := gangs[0]
+	wl, err := NativeWorkload(js, gangs, "rack", func(gang.Gang) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wl.Spec.PodGroupTemplates) != 0 || len(wl.Spec.CompositePodGroupTemplates) != 1 {
+		t.Fatalf("Workload spec %+v: want one composite template and no plain one", wl.Spec)
+	}
+	ct := wl.Spec.CompositePodGroupTemplates[0]
+	if ct.Name != "stage-0" || ct.SchedulingPolicy.Gang == nil || ct.SchedulingPolicy.Gang.MinGroupCount != 4 || len(ct.PodGroupTemplates) != 2 {
+		t.Fatalf("composite template %+v", ct)
+	}
+	rack := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: "rack"}}}
+	if pt := ct.PodGroupTemplates[1]; pt.Name != "main" || pt.SchedulingPolicy.Gang.MinCount != 3 || cmp.Diff(rack, pt.SchedulingConstraints) != "" {
+		t.Errorf("PodGroup template main %+v: want gang minCount 3 and topology rack", pt)
+	}
+	cpg, err := NativeCompositePodGroup(js, g, "rack", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpg.Name != "js" || cpg.Spec.SchedulingPolicy.Gang == nil || cpg.Spec.SchedulingPolicy.Gang.MinGroupCount != 4 || !Ours(cpg, js) ||
+		cpg.Spec.WorkloadRef == nil || cpg.Spec.WorkloadRef.TemplateName != "stage-0" {
+		t.Errorf("CompositePodGroup %+v", cpg)
+	}
+	children := g.Children()
+	pg := Backends[contract.SchedulerKubernetes].Build(js, children[3], gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "rack", Composite: true}, "", "").(*schedulingv1beta1.PodGroup)
+	want := schedulingv1beta1.PodGroupSpec{
+		ParentCompositePodGroupName: ptr.To("js"),
+		WorkloadRef:                 &schedulingv1beta1.WorkloadReference{WorkloadName: "js", TemplateName: "main"},
+		SchedulingPolicy:            gangMinCount(3),
+		SchedulingConstraints:       rack,
+		ResourceClaims:              []schedulingv1beta1.PodGroupResourceClaim{{Name: "data", ResourceClaimName: ptr.To("js-main-1-data")}},
+	}
+	if pg.Name != "js-main-1" {
+		t.Errorf("PodGroup name %s, want js-main-1", pg.Name)
+	}
+	if diff := cmp.Diff(want, pg.Spec); diff != "" {
+		t.Errorf("Job PodGroup spec (-want +got):\n%s", diff)
+	}
+}

@@ -55,9 +55,13 @@ type Reconciler struct {
 	Installed map[contract.Scheduler]*Backend
 	// DefaultQueue is the Volcano queue of a JobSet that names none.
 	DefaultQueue string
-	// made holds the PodGroups created that the cache does not show yet; madeWorkloads the
-	// same for Workloads (a Workload and a PodGroup may share a name).
-	made, madeWorkloads *addon.Made
+	// Composites tells whether the apiserver served CompositePodGroup (scheduling.k8s.io/v1alpha3)
+	// at start: only then are composite gangs made and their kind watched.
+	Composites bool
+	// made holds the PodGroups created that the cache does not show yet; madeWorkloads and
+	// madeComposites the same for Workloads and CompositePodGroups (which may share a name with
+	// a PodGroup).
+	made, madeWorkloads, madeComposites *addon.Made
 	// deleted holds the objects this process deleted that a finalizer may still hold and the
 	// cache may not show deleted yet.
 	deleted recentlyDeleted
@@ -66,10 +70,13 @@ type Reconciler struct {
 }
 
 // IndexFields registers the field indexes the reconciler lists by.
-func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.Scheduler]*Backend) error {
+func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.Scheduler]*Backend, composites bool) error {
 	objs := []client.Object{&batchv1.Job{}}
 	for _, b := range installed {
 		objs = append(objs, b.MetaKinds()...)
+	}
+	if composites {
+		objs = append(objs, CompositeMeta())
 	}
 	for _, o := range objs {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
@@ -97,6 +104,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if r.madeWorkloads, err = addon.ObserveMade(ctx, mgr.GetCache(), workloads...); err != nil {
 		return err
 	}
+	var composites []client.Object
+	if r.Composites {
+		composites = append(composites, CompositeMeta())
+	}
+	if r.madeComposites, err = addon.ObserveMade(ctx, mgr.GetCache(), composites...); err != nil {
+		return err
+	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && gang.Uses(js)
@@ -110,6 +124,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		for _, kind := range r.Installed[s].MetaKinds() {
 			b = b.Owns(kind, builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
 		}
+	}
+	if r.Composites {
+		b = b.Owns(CompositeMeta(), builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
 	}
 	return b.Complete(r)
 }
@@ -176,9 +193,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
+	if s.Composite && !r.Composites {
+		r.warnOnce(js, ReasonSchedulerNotInstalled, "not-installed",
+			"No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) was not served when the podgroups controller started; turn it on and restart the controller")
+		return ctrl.Result{}, nil
+	}
 	want, why, err := r.wanted(ctx, js, gangs)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	// A composite gang is a CompositePodGroup, made below, and a PodGroup per Job.
+	var composite, units []gang.Gang
+	for _, g := range gangs {
+		_, unwanted := why[g.Name]
+		for _, c := range g.Children() {
+			if unwanted {
+				why[c.Name] = why[g.Name]
+			}
+		}
+	}
+	for _, g := range want {
+		if len(g.Jobs) > 0 {
+			composite = append(composite, g)
+			units = append(units, g.Children()...)
+			continue
+		}
+		units = append(units, g)
 	}
 	list := b.MetaList()
 	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
@@ -205,7 +245,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	for _, g := range want {
+	for _, g := range composite {
+		if ok, err := r.ensureComposite(ctx, js, g, s); err != nil || !ok {
+			if err != nil {
+				r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	for _, g := range units {
 		if r.going(have[g.Name]) {
 			// Deleted, held by a finalizer (the Workload API's podgroup-protection, while pods
 			// name it): its removal brings the next reconcile, which makes it again.
@@ -226,6 +274,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			continue // deleted already, its finalizer not yet removed
 		}
 		if err := r.deletePodGroup(ctx, js, b, have[name], why[name]); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if r.Composites && len(errList) == 0 {
+		// Composite gangs not wanted (finished), their Jobs' PodGroups gone.
+		if err := r.deleteComposites(ctx, js, composite); err != nil {
 			errList = append(errList, err)
 		}
 	}

@@ -57,15 +57,18 @@ type Settings struct {
 	// ScheduleTimeoutSeconds is coscheduling's Permit timeout; nil leaves the scheduler's.
 	ScheduleTimeoutSeconds *int32
 	// TopologyKey is the node label key each gang's pods must share one value of (kubernetes
-	// only); empty when not asked for.
+	// only); empty when not asked for. With Composite, each Job's pods.
 	TopologyKey string
+	// Composite: each Job is a PodGroup of its own under the gang's CompositePodGroup
+	// (kubernetes only).
+	Composite bool
 }
 
 // Uses tells whether the JobSet asks for gang scheduling: it has the scheduler annotation, or
 // another annotation that only podgroups reads (so that a JobSet that sets one without the
 // scheduler is told so rather than silently ignored).
 func Uses(js *jobsetv1alpha2.JobSet) bool {
-	for _, k := range []string{contract.SchedulerAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey} {
+	for _, k := range []string{contract.SchedulerAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey, contract.CompositeAnnotationKey} {
 		if _, ok := js.Annotations[k]; ok {
 			return true
 		}
@@ -74,7 +77,7 @@ func Uses(js *jobsetv1alpha2.JobSet) bool {
 }
 
 // ImmutableKeys are the JobSet annotations podgroups reads: none may change after creation.
-var ImmutableKeys = []string{contract.SchedulerAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey}
+var ImmutableKeys = []string{contract.SchedulerAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.NetworkTopologyAnnotationKey, contract.ScheduleTimeoutAnnotationKey, contract.TopologyKeyAnnotationKey, contract.CompositeAnnotationKey}
 
 // Parse reads the JobSet's podgroups annotations, every problem a field error: an unknown
 // scheduler, a malformed queue, topology or timeout, and a setting the chosen scheduler does
@@ -117,6 +120,11 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 		s.TopologyKey, kerrs = contract.ParseTopologyKey(v, path(contract.TopologyKeyAnnotationKey))
 		errs = append(errs, kerrs...)
 	}
+	if v, ok := a[contract.CompositeAnnotationKey]; ok && onlyFor(contract.CompositeAnnotationKey, contract.SchedulerKubernetes) {
+		var cerrs field.ErrorList
+		s.Composite, cerrs = contract.ParseComposite(v, path(contract.CompositeAnnotationKey))
+		errs = append(errs, cerrs...)
+	}
 	if v, ok := a[contract.ScheduleTimeoutAnnotationKey]; ok && onlyFor(contract.ScheduleTimeoutAnnotationKey, contract.SchedulerCoscheduling) {
 		t, terrs := contract.ParseScheduleTimeout(v, path(contract.ScheduleTimeoutAnnotationKey))
 		errs = append(errs, terrs...)
@@ -148,6 +156,49 @@ type Gang struct {
 	Claims []string
 	// ClaimsOf is the ReplicatedJob whose one Job's claims Claims are.
 	ClaimsOf string
+	// Jobs, in a composite gang, are its Jobs, each a PodGroup of its own.
+	Jobs []Job
+	// Parent, on the gang of one Job of a composite gang (Children), is that composite gang:
+	// the PodGroup's CompositePodGroup.
+	Parent *Gang
+	// Template, with Parent, is the Job's ReplicatedJob: the name of its PodGroup template in
+	// the parent's CompositePodGroup template.
+	Template string
+}
+
+// Children are the gangs of the Jobs of a composite gang, one PodGroup each; none for another.
+func (g Gang) Children() []Gang {
+	var out []Gang
+	for _, j := range g.Jobs {
+		parent := g
+		out = append(out, Gang{
+			Name: j.Name, Stage: g.Stage, Sequenced: g.Sequenced, MinMember: j.Pods, PriorityClassNames: g.PriorityClassNames,
+			Claims: j.Claims, ClaimsOf: j.ReplicatedJob, Parent: &parent, Template: j.ReplicatedJob,
+		})
+	}
+	return out
+}
+
+// ClaimsJob is the Job whose claims Claims are: the Job itself for a composite gang's Job, the
+// one Job of ClaimsOf otherwise.
+func (g Gang) ClaimsJob(jobSet string) string {
+	if g.Parent != nil {
+		return g.Name
+	}
+	return jobsets.JobName(jobSet, g.ClaimsOf, 0)
+}
+
+// Job is one Job of a composite gang.
+type Job struct {
+	// Name is the Job's name, and its PodGroup's (contract.JobPodGroupName).
+	Name string
+	// ReplicatedJob is its ReplicatedJob: the name of its PodGroup template.
+	ReplicatedJob string
+	// Pods is its gang's minCount: its pods that run at once.
+	Pods int32
+	// Claims are its resourceclaims template names, listed on its PodGroup
+	// (jobsets.ClaimsOnPodGroup).
+	Claims []string
 }
 
 // Gangs are the JobSet's gangs, one per stage, or errors (with JobSet paths) when its stages
@@ -161,6 +212,15 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 		return nil, nil
 	}
 	sequenced := len(stages) > 1
+	composite := false
+	if v, ok := js.Annotations[contract.CompositeAnnotationKey]; ok && scheduler == contract.SchedulerKubernetes {
+		composite, _ = contract.ParseComposite(v, nil)
+	}
+	if composite {
+		if errs := compositeErrors(js, stages); len(errs) > 0 {
+			return nil, errs
+		}
+	}
 	var gangs []Gang
 	for _, st := range stages {
 		name, err := Name(js.Name, st.Index, sequenced)
@@ -189,7 +249,16 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 			continue
 		}
 		g.MinMember = int32(members)
-		if scheduler == contract.SchedulerKubernetes && len(st.ReplicatedJobs) == 1 {
+		switch {
+		case composite:
+			for _, rjName := range st.ReplicatedJobs {
+				rj := jobsets.ReplicatedJob(js, rjName)
+				_, claims := podGroupClaims(js, rjName)
+				for i := range rj.Replicas {
+					g.Jobs = append(g.Jobs, Job{Name: jobsets.JobName(js.Name, rjName, i), ReplicatedJob: rjName, Pods: PodsPerJob(rj), Claims: claims})
+				}
+			}
+		case scheduler == contract.SchedulerKubernetes && len(st.ReplicatedJobs) == 1:
 			g.ClaimsOf, g.Claims = podGroupClaims(js, st.ReplicatedJobs[0])
 		}
 		gangs = append(gangs, g)
@@ -213,6 +282,26 @@ func Gangs(js *jobsetv1alpha2.JobSet, scheduler contract.Scheduler) ([]Gang, fie
 		return nil, errs
 	}
 	return gangs, nil
+}
+
+// compositeErrors refuses what a composite gang cannot be made of yet: several stages (one
+// CompositePodGroup per stage is not built), more ReplicatedJobs than a CompositePodGroup
+// template holds PodGroup templates (8), and Job names that are no object names.
+func compositeErrors(js *jobsetv1alpha2.JobSet, stages []contract.Stage) field.ErrorList {
+	path := contract.JobSetAnnotationPath(contract.CompositeAnnotationKey)
+	if len(stages) > 1 {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang is made for a JobSet of one stage, and this one is sequenced into %d: drop one of the two", len(stages)))}
+	}
+	if n := len(js.Spec.ReplicatedJobs); n > MaxKubernetesGangs {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang holds one PodGroup template per ReplicatedJob, at most %d, and this JobSet has %d", MaxKubernetesGangs, n))}
+	}
+	var errs field.ErrorList
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if _, err := contract.JobPodGroupName(jobsets.JobName(js.Name, rj.Name, max(rj.Replicas-1, 0))); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "replicatedJobs").Index(i).Child("name"), rj.Name, err.Error()))
+		}
+	}
+	return errs
 }
 
 // podGroupClaims are the ReplicatedJob's resourceclaims template names when they go on its
@@ -279,7 +368,13 @@ func Inject(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang, names Scheduler
 			case contract.SchedulerCoscheduling:
 				pt.Labels = with(pt.Labels, contract.CoschedulingPodGroupLabelKey, g.Name)
 			case contract.SchedulerKubernetes:
+				// In a composite gang, the podgroups Job webhook names each Job's own PodGroup in
+				// its place; a pod that somehow kept the gang's name waits (no PodGroup has it).
 				pt.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(g.Name)}
+				if len(g.Jobs) > 0 {
+					tmpl := &jobsets.ReplicatedJob(js, rjName).Template
+					tmpl.Annotations = with(tmpl.Annotations, contract.PerJobPodGroupAnnotationKey, contract.EnabledValue)
+				}
 			}
 			if pt.Spec.SchedulerName == "" {
 				pt.Spec.SchedulerName = names.For(s.Scheduler)

@@ -37,6 +37,9 @@ type JobSetWebhook struct {
 	// for a Job of more than jobsets.MaxClaimSharers pods whose claims go on its PodGroup. nil:
 	// such a Job is refused.
 	Claims *ClaimsProbe
+	// Composites tells whether CompositePodGroup (scheduling.k8s.io/v1alpha3) was served when the
+	// controller started: a composite gang is refused where not.
+	Composites bool
 }
 
 var (
@@ -44,9 +47,13 @@ var (
 	_ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
 )
 
-// Register serves the two webhooks on mgr's webhook server.
+// Register serves the two JobSet webhooks and the Job webhook on mgr's webhook server.
 func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
-	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w)
+	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: JobWebhook{}})
+	return nil
 }
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
@@ -130,6 +137,11 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		}
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), msg))
 	}
+	if s.Composite && !w.Composites {
+		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), contract.EnabledValue,
+			"this cluster's apiserver did not serve CompositePodGroup (scheduling.k8s.io/v1alpha3) when the podgroups controller started: a composite gang needs Kubernetes 1.37 with the alpha feature gate CompositePodGroup "+
+				"on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1alpha3=true on kube-apiserver; turn them on and restart the controller, or leave the annotation out"))
+	}
 	errs = append(errs, gang.SchedulerNameErrors(js, s, w.Names)...)
 	gangs, gerrs := gang.Gangs(js, s.Scheduler)
 	errs = append(errs, gerrs...)
@@ -150,7 +162,12 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 // claims: each claim would be reserved per pod, and no claim serves more than 256 pods.
 func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) field.ErrorList {
 	var errs field.ErrorList
+	var units []gang.Gang
 	for _, g := range gangs {
+		units = append(units, g)
+		units = append(units, g.Children()...)
+	}
+	for _, g := range units {
 		if len(g.Claims) == 0 {
 			continue
 		}

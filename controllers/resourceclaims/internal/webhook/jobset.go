@@ -140,9 +140,9 @@ func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []sample) {
 		if pods := jobsets.PodsPerJob(rj); len(parseErrs) == 0 && pods > jobsets.MaxClaimSharers && !jobsets.ClaimsOnPodGroup(js, rj.Name, len(templates)) {
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
 				"a Job of ReplicatedJob %q runs %d pods at once and shares these claims, and a claim reserved for each pod serves at most %d (a ResourceClaim's status.reservedFor): "+
-					"run at most %d pods of a Job at once, or have the claims reserved for the Job's PodGroup: %s: %s on the JobSet, the ReplicatedJob with replicas 1 and alone in its stage, "+
+					"run at most %d pods of a Job at once, or have the claims reserved for the Job's PodGroup: %s: %s on the JobSet, with %s: \"true\" or the ReplicatedJob with replicas 1 and alone in its stage, "+
 					"at most %d templates, and a cluster with the feature gate DRAWorkloadResourceClaims",
-				rj.Name, pods, jobsets.MaxClaimSharers, jobsets.MaxClaimSharers, contract.SchedulerAnnotationKey, contract.SchedulerKubernetes, jobsets.MaxPodGroupClaims)))
+				rj.Name, pods, jobsets.MaxClaimSharers, jobsets.MaxClaimSharers, contract.SchedulerAnnotationKey, contract.SchedulerKubernetes, contract.CompositeAnnotationKey, jobsets.MaxPodGroupClaims)))
 		}
 		spec := &rj.Template.Spec.Template.Spec
 		containers := sets.New[string]()

@@ -127,6 +127,7 @@ func TestValidateJobSetOver256Pods(t *testing.T) {
 		templates          string
 		pods, replicas     int32
 		scheduler, inOrder bool
+		composite          bool
 		refused            bool
 	}{
 		{name: "256 pods", templates: one, pods: 256, replicas: 3},
@@ -135,6 +136,7 @@ func TestValidateJobSetOver256Pods(t *testing.T) {
 		{name: "300 pods, one Job sharing its stage (not sequenced)", templates: one, pods: 300, replicas: 1, scheduler: true, refused: true},
 		{name: "300 pods in each of 3 Jobs, scheduler kubernetes", templates: one, pods: 300, replicas: 3, scheduler: true, inOrder: true, refused: true},
 		{name: "300 pods, 5 templates: more than a PodGroup lists", templates: five, pods: 300, replicas: 1, scheduler: true, inOrder: true, refused: true},
+		{name: "300 pods in each of 3 Jobs, composite: a PodGroup per Job", templates: one, pods: 300, replicas: 3, scheduler: true, composite: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := testJobSet(tc.templates, nil)
@@ -147,6 +149,9 @@ func TestValidateJobSetOver256Pods(t *testing.T) {
 			}
 			if tc.inOrder {
 				js.Annotations[contract.ExecutionPolicyAnnotationKey] = "InOrder"
+			}
+			if tc.composite {
+				js.Annotations[contract.CompositeAnnotationKey] = "true"
 			}
 			errs, _ := validateJobSet(js)
 			var want []string

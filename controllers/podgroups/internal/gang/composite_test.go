@@ -1,0 +1,87 @@
+package gang
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// TestComposite: the annotation parses for kubernetes only; a composite gang lists its Jobs,
+// each with its pods and (resourceclaims templates) its claims, and its children are one gang
+// per Job under it; sequencing and bad values are refused with their paths; Inject marks the
+// Job templates for the Job webhook.
+func TestComposite(t *testing.T) {
+	const compositePath = "metadata.annotations[podgroups.jobset-addons.io/composite]"
+	native := func(kvs ...string) map[string]string {
+		return kv(append(kvs, contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "true")...)
+	}
+	a := rj("a", 2, ptr.To[int32](3), nil, "1", "1Gi")
+	a.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: data}, spec: {}}]`}
+	js := jobSet("train", native(), a, rj("b", 1, nil, nil, "1", "1Gi"))
+
+	s, errs := Parse(js)
+	if len(errs) > 0 || !s.Composite {
+		t.Fatalf("Parse = %+v, %v; want composite", s, errs)
+	}
+	gangs, errs := Gangs(js, contract.SchedulerKubernetes)
+	if len(errs) > 0 || len(gangs) != 1 {
+		t.Fatalf("Gangs = %+v, %v", gangs, errs)
+	}
+	want := []Job{
+		{Name: "train-a-0", ReplicatedJob: "a", Pods: 3, Claims: []string{"data"}},
+		{Name: "train-a-1", ReplicatedJob: "a", Pods: 3, Claims: []string{"data"}},
+		{Name: "train-b-0", ReplicatedJob: "b", Pods: 1},
+	}
+	if diff := cmp.Diff(want, gangs[0].Jobs); diff != "" {
+		t.Errorf("Jobs (-want +got):\n%s", diff)
+	}
+	if gangs[0].Claims != nil {
+		t.Errorf("the composite gang itself lists claims %v", gangs[0].Claims)
+	}
+	children := gangs[0].Children()
+	if len(children) != 3 || children[1].Name != "train-a-1" || children[1].Parent.Name != "train" || children[1].Template != "a" ||
+		children[1].MinMember != 3 || children[1].ClaimsJob("train") != "train-a-1" {
+		t.Errorf("children %+v", children)
+	}
+	Inject(js, s, gangs, SchedulerNames{})
+	for i := range js.Spec.ReplicatedJobs {
+		if got := js.Spec.ReplicatedJobs[i].Template.Annotations[contract.PerJobPodGroupAnnotationKey]; got != "true" {
+			t.Errorf("ReplicatedJob %d: per-job annotation %q", i, got)
+		}
+	}
+	if !Admitted(js, s, gangs) {
+		t.Error("not admitted after Inject")
+	}
+
+	for name, tc := range map[string]struct {
+		annotations map[string]string
+		parse       []string
+		gangs       []string
+	}{
+		"for volcano": {annotations: kv(contract.SchedulerAnnotationKey, "volcano", contract.CompositeAnnotationKey, "true"),
+			parse: []string{fe(field.ErrorTypeForbidden, compositePath)}},
+		"not a boolean": {annotations: kv(contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "yes"),
+			parse: []string{fe(field.ErrorTypeNotSupported, compositePath)}},
+		"sequenced": {annotations: native(inOrder, "InOrder"), gangs: []string{fe(field.ErrorTypeForbidden, compositePath)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			js := jobSet("train", tc.annotations, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
+			_, perrs := Parse(js)
+			if diff := cmp.Diff(tc.parse, errsOf(perrs)); diff != "" {
+				t.Errorf("Parse errors (-want +got):\n%s", diff)
+			}
+			_, gerrs := Gangs(js, contract.SchedulerKubernetes)
+			if diff := cmp.Diff(tc.gangs, errsOf(gerrs)); diff != "" {
+				t.Errorf("Gangs errors (-want +got):\n%s", diff)
+			}
+			if len(gerrs) > 0 && !strings.Contains(gerrs.ToAggregate().Error(), "sequenced") {
+				t.Errorf("errors %v do not say why", gerrs)
+			}
+		})
+	}
+}
