@@ -43,12 +43,13 @@ const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 // in Kubernetes 1.37), turned on in a testbed of Kubernetes WorkloadAPISince or later so that
 // kube-scheduler gang-schedules pods naming a PodGroup (podgroups' scheduler kubernetes), with
 // TopologyAwareWorkloadScheduling (alpha) for its topology key and DRAWorkloadResourceClaims
-// (beta, off by default) for per-Job claims reserved for a Job's PodGroup. Not WorkloadWithJob
-// nor the other alpha gates, which podgroups does not use.
+// (beta, off by default) for per-Job claims reserved for a Job's PodGroup, and CompositePodGroup
+// (alpha, its kind in scheduling.k8s.io/v1alpha3) for composite gangs. Not WorkloadWithJob nor
+// the other alpha gates, which podgroups does not use.
 const (
 	WorkloadAPISince         = "1.37.0"
-	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true"
-	WorkloadAPIRuntimeConfig = "scheduling.k8s.io/v1beta1=true"
+	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true,CompositePodGroup=true"
+	WorkloadAPIRuntimeConfig = "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true"
 )
 
 // KubeAtLeast says whether the kube-apiserver in BinDir is min or later, from its --version.

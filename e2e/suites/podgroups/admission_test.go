@@ -25,6 +25,7 @@ var (
 	topologyPath    = annotationPath(contract.NetworkTopologyAnnotationKey)
 	timeoutPath     = annotationPath(contract.ScheduleTimeoutAnnotationKey)
 	topologyKeyPath = annotationPath(contract.TopologyKeyAnnotationKey)
+	compositePath   = annotationPath(contract.CompositeAnnotationKey)
 )
 
 // TestBadInputRefused: every bad gang setting is refused at admission by the podgroups webhook,
@@ -42,6 +43,11 @@ func TestBadInputRefused(t *testing.T) {
 		{"empty scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
 		{"topology without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
 		{"topology key without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{schedulerPath}},
+		{"composite for volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.CompositeAnnotationKey, "true") }, []string{compositePath}},
+		{"composite for kubernetes not a boolean", func(j jobSet) jobSet { return native(j).annotate(contract.CompositeAnnotationKey, "yes") }, []string{compositePath}},
+		{"composite for kubernetes, sequenced", func(j jobSet) jobSet {
+			return native(j).annotate(contract.CompositeAnnotationKey, "true").annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+		}, []string{compositePath}},
 		{"queue for coscheduling", func(j jobSet) jobSet { return cosched(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
 		{"topology for coscheduling", func(j jobSet) jobSet {
 			return cosched(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft}")
