@@ -221,13 +221,21 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 
 .PHONY: e2e
 e2e: testbed-bins kueue-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
 NEIGHBOUR_SUITES := ./suites/kueue/
 NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs
+# Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
+# each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
+GATE_OFF_TESTS := TestClaimOnPodGroupGateOff
+GATES_WITHOUT_DRA_WORKLOAD_CLAIMS := GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true
+.PHONY: e2e-gate-off
+e2e-gate-off: testbed-bins build ## The cases of a Kubernetes with a gate off, each on a testbed of its own: DRAWorkloadResourceClaims off (a Job of 300 pods sharing a claim is refused)
+	cd e2e && env -u KUBECONFIG TESTBED_KUBE_FEATURE_GATES=$(GATES_WITHOUT_DRA_WORKLOAD_CLAIMS) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 10m -v -run '^($(GATE_OFF_TESTS))$$' ./suites/resourceclaims/ 2>&1 | $(ROOT)/hack/test-summary.sh
+
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins build ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs)
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $(NEIGHBOUR_SUITES) 2>&1 | $(ROOT)/hack/test-summary.sh

@@ -32,6 +32,9 @@ trap - EXIT
 make --no-print-directory testbed-down
 unset KUBECONFIG
 
+step "make e2e-gate-off"
+make --no-print-directory e2e-gate-off
+
 step "make e2e-kind"
 make --no-print-directory e2e-kind
 
