@@ -85,6 +85,14 @@ $(KUEUE_DIR)/kueue: tools/kueue/go.mod
 	hack/build-tool.sh tools/kueue $@ sigs.k8s.io/kueue/cmd/kueue \
 		"-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01"
 
+# Upstream JobSet's own e2e suite (test/e2e of its module), a test binary built from
+# tools/jobset-e2e, which pins the same JobSet as tools/jobset (make e2e-upstream).
+JOBSET_E2E := $(BIN)/jobset-e2e-$(JOBSET_VERSION)/e2e.test
+$(JOBSET_E2E): tools/jobset-e2e/go.mod
+	@mkdir -p $(dir $@)
+	cd tools/jobset-e2e && GOWORK=off CGO_ENABLED=0 go test -c -trimpath -o $@.tmp sigs.k8s.io/jobset/test/e2e
+	mv $@.tmp $@
+
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
 $(KIND): tools/kind/go.mod
@@ -145,7 +153,7 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/jobset-e2e tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
@@ -239,6 +247,10 @@ e2e-gate-off: testbed-bins build ## The cases of a Kubernetes with a gate off, e
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins build ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs)
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $(NEIGHBOUR_SUITES) 2>&1 | $(ROOT)/hack/test-summary.sh
+
+.PHONY: e2e-upstream
+e2e-upstream: build testbed-bins $(JOBSET_E2E) ## Upstream JobSet's own e2e suite on the testbed twice, with the four add-ons running and without: the same specs must pass; prints the counts
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go run ./cmd/upstream -suite $(JOBSET_E2E)'
 
 # Not part of make test: it builds another Kubernetes and two more JobSets (about 20 minutes on 2
 # cores, once), then runs for about 10 minutes.

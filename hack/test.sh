@@ -25,6 +25,8 @@ export KUBECONFIG=$PWD/.testbed/kubeconfig
 
 step "make e2e"
 make --no-print-directory e2e
+step "make e2e-upstream"
+make --no-print-directory e2e-upstream
 step "make chart-verify"
 make --no-print-directory chart-verify
 step "make testbed-down"

@@ -339,9 +339,10 @@ func FitCluster(ctx context.Context, kubeconfig string, n int) error {
 }
 
 // AddNode creates a fake node that kwok manages (and reports Ready), with the labels, taints
-// and allocatable (also its capacity) given.
+// and allocatable (also its capacity) given, and the well-known labels a kubelet sets on its
+// node (hostname, os, arch: upstream JobSet's e2e selects nodes by kubernetes.io/os).
 func AddNode(ctx context.Context, cs kubernetes.Interface, name string, labels map[string]string, taints []corev1.Taint, allocatable corev1.ResourceList) error {
-	l := map[string]string{"kubernetes.io/hostname": name}
+	l := map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 	maps.Copy(l, labels)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
