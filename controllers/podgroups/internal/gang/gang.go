@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
@@ -480,4 +481,70 @@ func (g Gang) PriorityClass(classes PriorityClassReader) (name, warning string) 
 	}
 	return best, fmt.Sprintf("the pod templates of PodGroup %s have different priorityClassName %q: the PodGroup gets %q, the highest-valued (%d)",
 		g.Name, g.PriorityClassNames, best, bestValue)
+}
+
+// TrainJobOwner is the name of the Kubeflow Trainer TrainJob that controls the JobSet (its
+// controller ownerReference, group trainer.kubeflow.org, kind TrainJob), or "".
+func TrainJobOwner(js *jobsetv1alpha2.JobSet) string {
+	for _, o := range js.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "TrainJob" && groupOf(o.APIVersion) == "trainer.kubeflow.org" {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+func groupOf(apiVersion string) string {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	return group
+}
+
+// ForeignGangs refuses a JobSet being created whose pod templates already name a gang that
+// podgroups would not name there: the coscheduling pod-group label, Volcano's group-name
+// annotation or spec.schedulingGroup.podGroupName, set by whoever made the JobSet. Someone else
+// then makes (or expects) that gang's PodGroup, and podgroups would make a second one for the
+// same pods. The case this is for is Kubeflow Trainer: a TrainJob whose runtime has
+// spec.podGroupPolicy makes its own PodGroup (named after the TrainJob) and labels the JobSet's
+// pod templates for it; if the runtime's JobSet template also asks podgroups for a gang, the
+// JobSet is refused, and Trainer reports the refusal as the TrainJob's Warning event
+// TrainJobResourcesCreationFailed. A name podgroups itself would inject (a JobSet re-created from
+// an export of one it admitted) is accepted, except in a JobSet a TrainJob controls.
+func ForeignGangs(js *jobsetv1alpha2.JobSet, s Settings, gangs []Gang) field.ErrorList {
+	owner := TrainJobOwner(js)
+	var errs field.ErrorList
+	for _, g := range gangs {
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			i := slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobsetv1alpha2.ReplicatedJob) bool { return rj.Name == rjName })
+			if i < 0 {
+				continue
+			}
+			pt := js.Spec.ReplicatedJobs[i].Template.Spec.Template
+			base := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template")
+			check := func(path *field.Path, backend contract.Scheduler, value string) {
+				if owner == "" && s.Scheduler == backend && value == g.Name {
+					return
+				}
+				msg := fmt.Sprintf("names the gang %q, which podgroups did not name: whoever set it makes (or expects) that PodGroup, "+
+					"and %s=%s asks podgroups to make %q for these pods too; one gang must have one maker: remove one of the two",
+					value, contract.SchedulerAnnotationKey, s.Scheduler, g.Name)
+				if owner != "" {
+					msg = fmt.Sprintf("names the gang %q, set by Kubeflow Trainer for TrainJob %q: its runtime's spec.podGroupPolicy makes a PodGroup of its own, "+
+						"and this JobSet's %s=%s asks podgroups to make %q for the same pods; one gang must have one maker: "+
+						"remove spec.podGroupPolicy from the TrainingRuntime (podgroups then makes the gang, one per stage) or the podgroups annotations from its JobSet template",
+						value, owner, contract.SchedulerAnnotationKey, s.Scheduler, g.Name)
+				}
+				errs = append(errs, field.Forbidden(path, msg))
+			}
+			if v, ok := pt.Labels[contract.CoschedulingPodGroupLabelKey]; ok {
+				check(base.Child("metadata", "labels").Key(contract.CoschedulingPodGroupLabelKey), contract.SchedulerCoscheduling, v)
+			}
+			if v, ok := pt.Annotations[contract.VolcanoGroupNameAnnotationKey]; ok {
+				check(base.Child("metadata", "annotations").Key(contract.VolcanoGroupNameAnnotationKey), contract.SchedulerVolcano, v)
+			}
+			if sg := pt.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+				check(base.Child("spec", "schedulingGroup", "podGroupName"), contract.SchedulerKubernetes, *sg.PodGroupName)
+			}
+		}
+	}
+	return errs
 }

@@ -413,3 +413,121 @@ func TestPriorityClass(t *testing.T) {
 		}
 	}
 }
+
+// trainJobOwned makes a JobSet controlled by the TrainJob name, as Kubeflow Trainer makes it.
+func trainJobOwned(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.JobSet {
+	js.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name, UID: "u", Controller: ptr.To(true),
+	}}
+	return js
+}
+
+func TestForeignGangs(t *testing.T) {
+	labelled := func(key, value string) func(*jobsetv1alpha2.JobSet) {
+		return func(js *jobsetv1alpha2.JobSet) {
+			for i := range js.Spec.ReplicatedJobs {
+				pt := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+				pt.Labels = kv(key, value)
+			}
+		}
+	}
+	annotated := func(key, value string) func(*jobsetv1alpha2.JobSet) {
+		return func(js *jobsetv1alpha2.JobSet) {
+			for i := range js.Spec.ReplicatedJobs {
+				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations = kv(key, value)
+			}
+		}
+	}
+	grouped := func(value string) func(*jobsetv1alpha2.JobSet) {
+		return func(js *jobsetv1alpha2.JobSet) {
+			for i := range js.Spec.ReplicatedJobs {
+				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(value)}
+			}
+		}
+	}
+	const (
+		label      = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.metadata.labels[scheduling.x-k8s.io/pod-group]"
+		annotation = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.metadata.annotations[scheduling.k8s.io/group-name]"
+		group      = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.spec.schedulingGroup.podGroupName"
+	)
+	cases := map[string]struct {
+		scheduler string
+		sequenced bool
+		trainJob  bool
+		edit      func(*jobsetv1alpha2.JobSet)
+		want      []string
+		wantIn    string // a part of the first error's message
+	}{
+		"nothing named":                     {scheduler: "coscheduling"},
+		"nothing named, made by a TrainJob": {scheduler: "coscheduling", trainJob: true},
+		"Trainer's coscheduling label on its JobSet": {scheduler: "coscheduling", trainJob: true, edit: labelled(contract.CoschedulingPodGroupLabelKey, "train"),
+			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}, wantIn: `set by Kubeflow Trainer for TrainJob "train": its runtime's spec.podGroupPolicy`},
+		"Trainer's Volcano annotation, podgroups asked for coscheduling": {scheduler: "coscheduling", trainJob: true, edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
+			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}, wantIn: "remove spec.podGroupPolicy from the TrainingRuntime"},
+		"Trainer's Volcano annotation, podgroups asked for volcano": {scheduler: "volcano", trainJob: true, edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
+			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}},
+		"podgroups' own names, re-created (not a TrainJob's)": {scheduler: "coscheduling", edit: labelled(contract.CoschedulingPodGroupLabelKey, "train")},
+		"podgroups' own stage names, re-created": {scheduler: "volcano", sequenced: true, edit: func(js *jobsetv1alpha2.JobSet) {
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train-stage-0")
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train-stage-1")
+		}},
+		"another gang's name": {scheduler: "coscheduling", edit: labelled(contract.CoschedulingPodGroupLabelKey, "someone-elses"),
+			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}, wantIn: `names the gang "someone-elses", which podgroups did not name`},
+		"the unsequenced name in a sequenced JobSet": {scheduler: "coscheduling", sequenced: true, edit: labelled(contract.CoschedulingPodGroupLabelKey, "train"),
+			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}},
+		"another backend's key": {scheduler: "coscheduling", edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
+			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}},
+		"kubernetes: podgroups' own name": {scheduler: "kubernetes", edit: grouped("train")},
+		"kubernetes: a TrainJob's":        {scheduler: "kubernetes", trainJob: true, edit: grouped("train"), want: []string{fmt.Sprintf(group, 0), fmt.Sprintf(group, 1)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := kv(contract.SchedulerAnnotationKey, tc.scheduler)
+			if tc.sequenced {
+				a[inOrder] = "InOrder"
+			}
+			js := jobSet("train", a, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
+			if tc.trainJob {
+				trainJobOwned(js, "train")
+			}
+			if tc.edit != nil {
+				tc.edit(js)
+			}
+			s, errs := Parse(js)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			gangs, errs := Gangs(js, s.Scheduler)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			got := ForeignGangs(js, s, gangs)
+			if diff := cmp.Diff(tc.want, errsOf(got)); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			if tc.wantIn != "" && (len(got) == 0 || !strings.Contains(got[0].Detail, tc.wantIn)) {
+				t.Errorf("first error %v: want it to say %q", got, tc.wantIn)
+			}
+		})
+	}
+}
+
+func TestTrainJobOwner(t *testing.T) {
+	js := jobSet("train", nil)
+	if got := TrainJobOwner(js); got != "" {
+		t.Errorf("no owner: got %q", got)
+	}
+	trainJobOwned(js, "tj")
+	if got := TrainJobOwner(js); got != "tj" {
+		t.Errorf("TrainJob owner: got %q", got)
+	}
+	js.OwnerReferences[0].Controller = ptr.To(false)
+	if got := TrainJobOwner(js); got != "" {
+		t.Errorf("a TrainJob that is not the controller: got %q", got)
+	}
+	js.OwnerReferences[0].Controller = ptr.To(true)
+	js.OwnerReferences[0].APIVersion = "example.com/v1"
+	if got := TrainJobOwner(js); got != "" {
+		t.Errorf("a TrainJob of another group: got %q", got)
+	}
+}

@@ -57,7 +57,10 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 }
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
-// parse (validation refuses it). On UPDATE it only puts back the kubernetes backend's
+// parse (validation refuses it). It refuses a JobSet whose pod templates already name a gang
+// podgroups would not name (gang.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
+// podgroups' annotations), before it names anything: the validating webhook sees the names
+// podgroups injected and cannot tell. On UPDATE it only puts back the kubernetes backend's
 // spec.schedulingGroup where the update dropped it (gang.RestoreSchedulingGroups: Kueue v0.17.0
 // does, when it admits or evicts the JobSet); any other operation is left alone.
 func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
@@ -85,6 +88,9 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 	gangs, errs := gang.Gangs(js, s.Scheduler)
 	if len(errs) > 0 {
 		return nil
+	}
+	if errs := gang.ForeignGangs(js, s, gangs); len(errs) > 0 {
+		return jobsets.Invalid(js, errs)
 	}
 	gang.Inject(js, s, gangs, w.Names)
 	return nil

@@ -379,3 +379,34 @@ func TestValidateUpdate(t *testing.T) {
 		}
 	})
 }
+
+// A JobSet made by Kubeflow Trainer for a TrainJob whose runtime has a podGroupPolicy carries
+// Trainer's gang label; if its template also asks podgroups for a gang, Default refuses it with
+// the label's path, before naming anything.
+func TestDefaultRefusesTrainersGang(t *testing.T) {
+	js := jobSet("train", kv(schedulerKey, "coscheduling"), rj("node", "", ""))
+	js.OwnerReferences = []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "train", UID: "u", Controller: ptr.To(true)}}
+	pod(js, 0).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train")
+	before := js.DeepCopy()
+	err := hook(contract.SchedulerCoscheduling).Default(request(admissionv1.Create), js)
+	want := []string{fe(field.ErrorTypeForbidden, "spec.replicatedJobs[0].template.spec.template.metadata.labels[scheduling.x-k8s.io/pod-group]")}
+	if diff := cmp.Diff(want, causes(t, err, "train")); diff != "" {
+		t.Fatalf("causes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(err.Error(), `TrainJob "train"`) || !strings.Contains(err.Error(), "spec.podGroupPolicy") {
+		t.Errorf("error %q: want it to name the TrainJob and spec.podGroupPolicy", err)
+	}
+	if diff := cmp.Diff(before, js); diff != "" {
+		t.Errorf("a refused JobSet was changed (-before +after):\n%s", diff)
+	}
+
+	// The same JobSet without Trainer's label (a runtime without podGroupPolicy) is named.
+	js = jobSet("train", kv(schedulerKey, "coscheduling"), rj("node", "", ""))
+	js.OwnerReferences = before.OwnerReferences
+	if err := hook(contract.SchedulerCoscheduling).Default(request(admissionv1.Create), js); err != nil {
+		t.Fatal(err)
+	}
+	if got := pod(js, 0).Labels[contract.CoschedulingPodGroupLabelKey]; got != "train" {
+		t.Errorf("pod-group label %q, want train", got)
+	}
+}
