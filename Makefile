@@ -93,6 +93,22 @@ $(JOBSET_E2E): tools/jobset-e2e/go.mod
 	cd tools/jobset-e2e && GOWORK=off CGO_ENABLED=0 go test -c -trimpath -o $@.tmp sigs.k8s.io/jobset/test/e2e
 	mv $@.tmp $@
 
+# Kubeflow Trainer, run beside JobSet by `testbedctl trainer` (make e2e-trainer): its controller
+# manager from tools/trainer, its CRDs and webhook configuration from its module.
+TRAINER_VERSION := v2.1.0
+TRAINER_DIR := $(BIN)/trainer-$(TRAINER_VERSION)
+$(TRAINER_DIR)/trainer-controller-manager: tools/trainer/go.mod
+	hack/build-tool.sh tools/trainer $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+$(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
+	src=$$(cd tools/trainer && GOWORK=off go list -m -f '{{.Dir}}' github.com/kubeflow/trainer/v2) && \
+		rm -rf $(TRAINER_DIR)/crds && mkdir -p $(TRAINER_DIR)/crds && \
+		cp $$src/manifests/base/crds/trainer.kubeflow.org_*.yaml $(TRAINER_DIR)/crds/ && \
+		cp $$src/manifests/base/webhook/manifests.yaml $(TRAINER_DIR)/webhooks.yaml && \
+		chmod -R u+w $(TRAINER_DIR)/crds $(TRAINER_DIR)/webhooks.yaml
+	touch $@
+.PHONY: trainer-bins
+trainer-bins: $(TRAINER_DIR)/.stamp ## Build (once) Kubeflow Trainer $(TRAINER_VERSION) and copy its CRDs and webhooks from its module
+
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
 $(KIND): tools/kind/go.mod
@@ -153,7 +169,7 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/jobset-e2e tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
@@ -228,13 +244,13 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 
 .PHONY: e2e
-e2e: testbed-bins kueue-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
+e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
-NEIGHBOUR_SUITES := ./suites/kueue/
+NEIGHBOUR_SUITES := ./suites/kueue/ ./suites/trainer/
 NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs
 # Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
 # each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
@@ -245,8 +261,9 @@ e2e-gate-off: testbed-bins build ## The cases of a Kubernetes with a gate off, e
 	cd e2e && env -u KUBECONFIG TESTBED_KUBE_FEATURE_GATES=$(GATES_WITHOUT_DRA_WORKLOAD_CLAIMS) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 10m -v -run '^($(GATE_OFF_TESTS))$$' ./suites/resourceclaims/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-neighbours
-e2e-neighbours: testbed-bins kueue-bins build ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs)
+e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs), Kubeflow Trainer $(TRAINER_VERSION), then make e2e-upstream
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v $(NEIGHBOUR_SUITES) 2>&1 | $(ROOT)/hack/test-summary.sh
+	$(MAKE) --no-print-directory e2e-upstream
 
 .PHONY: e2e-upstream
 e2e-upstream: build testbed-bins $(JOBSET_E2E) ## Upstream JobSet's own e2e suite on the testbed twice, with the four add-ons running and without: the same specs must pass; prints the counts

@@ -261,7 +261,7 @@ func Down(ctx context.Context, c Config, log func(string, ...any)) error {
 	if err := stopCluster(ctx, c); err != nil {
 		errs = append(errs, err)
 	}
-	if err := waitPortsFree(ctx, c.Ports().All()); err != nil {
+	if err := waitPortsFree(ctx, append(c.Ports().All(), c.TrainerPorts().All()...)); err != nil {
 		errs = append(errs, err)
 	}
 	if left := Processes(c); len(left) > 0 {
@@ -271,6 +271,7 @@ func Down(ctx context.Context, c Config, log func(string, ...any)) error {
 		_ = os.RemoveAll(c.kwokDir())
 		_ = os.RemoveAll(c.jobsetDir())
 		_ = os.RemoveAll(c.kueueDir())
+		_ = os.RemoveAll(c.trainerDir())
 		_ = os.Remove(c.Kubeconfig())
 		log("Testbed %s is down: no testbed process runs, no testbed port is listening", c.Name)
 	}

@@ -18,6 +18,8 @@
 //	                integrations are FRAMEWORK... (default jobset.x-k8s.io/jobset)
 //	testbed kueue-down
 //	                stop Kueue and remove its webhook configurations
+//	testbed trainer run Kubeflow Trainer (testbed.TrainerVersion, make trainer-bins) beside
+//	                JobSet, with its CRDs and its webhooks on 127.0.0.1
 //	testbed kwok-stages
 //	                print the testbed's kwok stages (pod run time, failures) as YAML
 //	testbed fit-cluster N
@@ -115,6 +117,10 @@ func main() {
 		if err := testbed.StopKueue(ctx, cfg); err != nil {
 			fail(err)
 		}
+	case "trainer":
+		if err := testbed.StartTrainer(ctx, cfg, log); err != nil {
+			fail(err)
+		}
 	case "kwok-stages":
 		out, err := testbed.KwokStages(cfg.PodDuration)
 		if err != nil {
@@ -150,7 +156,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kueue [FRAMEWORK...]|kueue-down|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kueue [FRAMEWORK...]|kueue-down|trainer|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
 }
 
