@@ -298,8 +298,9 @@ func TestPodGroupPolicyConflict(t *testing.T) {
 				t.Errorf("event message %q: want it to say %q", msg, want)
 			}
 		}
-		// Refused cleanly: no JobSet, so no PVC and no PodGroup of podgroups; and Trainer,
-		// whose JobSet apply failed first, made no PodGroup either.
+		// Refused cleanly: no JobSet, so no PVC and no PodGroup of podgroups. Trainer may have
+		// made its own PodGroup before its JobSet apply was refused (it applies its objects in
+		// the order of a Go map's iteration, fixed when it starts).
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &jobsetv1alpha2.JobSet{}); !apierrors.IsNotFound(err) {
 			t.Errorf("JobSet %s: got %v, want NotFound", name, err)
 		}
