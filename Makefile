@@ -335,7 +335,7 @@ $(TESTBEDCTL): FORCE
 	cd e2e && GOWORK=off go build -o $@ ./cmd/testbed
 
 .PHONY: tools
-tools: testbed-bins kueue-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
+tools: testbed-bins kueue-bins trainer-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
 
 .PHONY: bench
 bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
