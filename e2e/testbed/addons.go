@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Addons are the controllers of this repository, in the order their ports are given.
@@ -239,6 +241,19 @@ func (a *AddonReplicas) Stop(ctx context.Context) error {
 
 // StopAddon stops the add-on and removes its webhook configurations, if the cluster still runs.
 func StopAddon(ctx context.Context, c Config, name string) error {
+	return stopUnhooked(ctx, c, name, func(cs kubernetes.Interface) error {
+		manifests, err := c.chartWebhooks(ctx, name)
+		if err != nil {
+			return err
+		}
+		return DeleteWebhooks(ctx, cs, manifests)
+	})
+}
+
+// stopUnhooked stops process name, then, if the cluster still runs, calls unhook to remove
+// the process's webhook configurations, so that nothing created later calls a webhook that is
+// gone.
+func stopUnhooked(ctx context.Context, c Config, name string, unhook func(kubernetes.Interface) error) error {
 	if err := stopProcess(c, name); err != nil {
 		return err
 	}
@@ -249,11 +264,7 @@ func StopAddon(ctx context.Context, c Config, name string) error {
 	if err != nil {
 		return err
 	}
-	manifests, err := c.chartWebhooks(ctx, name)
-	if err != nil {
-		return err
-	}
-	return DeleteWebhooks(ctx, cs, manifests)
+	return unhook(cs)
 }
 
 // KillAddon kills the add-on with SIGKILL, as a node failure or an OOM kill would: it gets no

@@ -172,25 +172,17 @@ func StartKueue(ctx context.Context, c Config, o KueueOptions, log func(string, 
 // StopKueue stops Kueue and removes its webhook configurations, so that nothing created later
 // calls a webhook that is gone. Its CRDs and objects stay.
 func StopKueue(ctx context.Context, c Config) error {
-	if err := stopProcess(c, "kueue"); err != nil {
-		return err
-	}
-	if !healthy(ctx, c) {
-		return nil
-	}
-	src, err := c.kueueSrc()
-	if err != nil {
-		return err
-	}
-	manifests, err := kueueWebhooks(src, nil)
-	if err != nil {
-		return err
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return err
-	}
-	return deleteKueueWebhooks(ctx, cs, manifests)
+	return stopUnhooked(ctx, c, "kueue", func(cs kubernetes.Interface) error {
+		src, err := c.kueueSrc()
+		if err != nil {
+			return err
+		}
+		manifests, err := kueueWebhooks(src, nil)
+		if err != nil {
+			return err
+		}
+		return deleteKueueWebhooks(ctx, cs, manifests)
+	})
 }
 
 func deleteKueueWebhooks(ctx context.Context, cs kubernetes.Interface, manifests []byte) error {

@@ -169,20 +169,7 @@ func waitTrainerWebhooks(ctx context.Context, cs kubernetes.Interface) error {
 
 // StopTrainer stops the Trainer's process and removes its webhook configuration.
 func StopTrainer(ctx context.Context, c Config) error {
-	if err := stopProcess(c, "trainer"); err != nil {
-		return err
-	}
-	if !healthy(ctx, c) {
-		return nil
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return err
-	}
-	for _, name := range []string{"trainer-validating-webhook-configuration"} {
-		if err := ignoreNotFound(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
-			return err
-		}
-	}
-	return nil
+	return stopUnhooked(ctx, c, "trainer", func(cs kubernetes.Interface) error {
+		return ignoreNotFound(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "trainer-validating-webhook-configuration", metav1.DeleteOptions{}))
+	})
 }
