@@ -126,3 +126,67 @@ func (m *Made) locked(f func()) {
 	}
 	f()
 }
+
+// Changed remembers the objects a controller changed or deleted, each with the resourceVersion
+// its cache showed when it wrote, until the cache shows it at another one (the change, or the
+// deletion's timestamp, arrived) or TTL passes. A reconcile that runs before the watch has
+// brought the change, for example on the watch event of a sibling, would otherwise write it
+// again: a refused patch and a read, or a delete answered 404 and a second Event telling it.
+// A nil *Changed remembers nothing.
+type Changed struct {
+	TTL   time.Duration
+	Clock clock.PassiveClock
+
+	mu     sync.Mutex
+	at     map[types.UID]changed
+	pruned time.Time
+}
+
+type changed struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// NewChanged is a Changed with MadeTTL and the real clock.
+func NewChanged() *Changed { return &Changed{TTL: MadeTTL, Clock: clock.RealClock{}} }
+
+// Wrote records that obj, as the cache shows it, was changed or deleted just now.
+func (c *Changed) Wrote(obj metav1.Object) {
+	if c == nil || obj.GetUID() == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil {
+		c.at = map[types.UID]changed{}
+	}
+	now := c.Clock.Now()
+	c.at[obj.GetUID()] = changed{resourceVersion: obj.GetResourceVersion(), at: now}
+	if now.Sub(c.pruned) >= c.TTL {
+		for uid, ch := range c.at {
+			if now.Sub(ch.at) >= c.TTL {
+				delete(c.at, uid)
+			}
+		}
+		c.pruned = now
+	}
+}
+
+// Pending tells whether obj, as the cache shows it, is one this process changed or deleted less
+// than TTL ago and that the cache shows as it was then: the change must not be made again.
+func (c *Changed) Pending(obj metav1.Object) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.at[obj.GetUID()]
+	if !ok {
+		return false
+	}
+	if ch.resourceVersion != obj.GetResourceVersion() || c.Clock.Since(ch.at) >= c.TTL {
+		delete(c.at, obj.GetUID())
+		return false
+	}
+	return true
+}

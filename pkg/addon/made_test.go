@@ -74,3 +74,50 @@ func TestNilMadeRemembersNothing(t *testing.T) {
 	}
 	m.Seen(a)
 }
+
+func TestChanged(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	c := &Changed{TTL: MadeTTL, Clock: clk}
+	a := object("a", "uid-a", clk.Now())
+	a.ResourceVersion = "10"
+	if c.Pending(a) {
+		t.Fatal("nothing written yet, but a is pending")
+	}
+	c.Wrote(a)
+	if !c.Pending(a) {
+		t.Fatal("a not pending while the cache shows it as it was when written")
+	}
+	clk.SetTime(clk.Now().Add(29 * time.Second))
+	if !c.Pending(a) {
+		t.Fatal("a forgotten before its TTL")
+	}
+	// The cache shows the change: not pending, and forgotten.
+	after := *a
+	after.ResourceVersion = "11"
+	if c.Pending(&after) {
+		t.Fatal("a pending although the cache shows it changed")
+	}
+	if c.Pending(a) {
+		t.Fatal("a pending again after the cache showed it changed")
+	}
+	// A change the cache never shows is made again after TTL.
+	b := object("b", "uid-b", clk.Now())
+	b.ResourceVersion = "20"
+	c.Wrote(b)
+	clk.SetTime(clk.Now().Add(MadeTTL))
+	if c.Pending(b) {
+		t.Fatal("b still pending after its TTL")
+	}
+	// Entries of objects never looked at again (deleted) are pruned.
+	c.Wrote(object("x", "uid-x", clk.Now()))
+	clk.SetTime(clk.Now().Add(MadeTTL))
+	c.Wrote(object("y", "uid-y", clk.Now()))
+	if _, ok := c.at["uid-x"]; ok || len(c.at) != 1 {
+		t.Fatalf("remembered %v, want y only", c.at)
+	}
+	var none *Changed
+	none.Wrote(a)
+	if none.Pending(a) {
+		t.Fatal("a nil Changed remembered a change")
+	}
+}

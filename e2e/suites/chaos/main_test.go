@@ -97,7 +97,8 @@ func TestMain(m *testing.M) {
 		}); err != nil {
 			return ctx, err
 		}
-		if err := publishDevices(ctx, cfg); err != nil {
+		// More than every claim of the full run holds at once.
+		if err := testbed.PublishDevices(ctx, tb, deviceClass, 4); err != nil {
 			return ctx, err
 		}
 		for _, name := range testbed.Addons {

@@ -9,9 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -214,38 +212,6 @@ func probeAll(ctx context.Context, cfg *envconf.Config) error {
 	}
 	if len(job.Spec.Template.Spec.ResourceClaims) != 1 {
 		return errors.New("the Job came back without its claim")
-	}
-	return nil
-}
-
-// publishDevices publishes the chaos DeviceClass and 4 ResourceSlices of 128 network-attached
-// devices (allNodes) in one pool: more than every claim of the full run holds at once.
-func publishDevices(ctx context.Context, cfg *envconf.Config) error {
-	c, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		return err
-	}
-	objs := []client.Object{&resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: deviceClass},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
-			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + deviceClass + `"`}}}},
-	}}
-	const slices = 4
-	for s := range slices {
-		rs := &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("chaos-%d", s)},
-			Spec: resourcev1.ResourceSliceSpec{Driver: deviceClass, AllNodes: ptr.To(true),
-				Pool: resourcev1.ResourcePool{Name: "chaos", ResourceSliceCount: slices}},
-		}
-		for d := range 128 {
-			rs.Spec.Devices = append(rs.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("d%d-%d", s, d)})
-		}
-		objs = append(objs, rs)
-	}
-	for _, o := range objs {
-		if err := client.IgnoreAlreadyExists(c.Create(ctx, o)); err != nil {
-			return err
-		}
 	}
 	return nil
 }
