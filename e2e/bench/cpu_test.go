@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 // clockTick is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on Linux.
@@ -95,8 +98,14 @@ func (s *cpuSampler) between(from, to time.Time) map[string]time.Duration {
 	return out
 }
 
-// commPIDs are the processes whose /proc/<pid>/comm is one of names.
+// commPIDs are the processes whose /proc/<pid>/comm is one of names, of this testbed: those
+// whose command line names its work directory (the testbed's processes and the add-ons, run
+// with files from it), and this process. Other testbeds on the machine run the same binaries.
 func commPIDs(names []string) map[string][]int {
+	workDir := ""
+	if tb, err := testbed.DefaultConfig(); err == nil {
+		workDir = tb.WorkDir
+	}
 	out := map[string][]int{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -105,12 +114,14 @@ func commPIDs(names []string) map[string][]int {
 			continue
 		}
 		name := string(bytes.TrimSpace(comm))
-		for _, want := range names {
-			if name == want {
-				pid, _ := strconv.Atoi(filepath.Base(d))
-				out[name] = append(out[name], pid)
-			}
+		if !slices.Contains(names, name) {
+			continue
 		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if cmdline, err := os.ReadFile(filepath.Join(d, "cmdline")); pid != os.Getpid() && workDir != "" && (err != nil || !bytes.Contains(cmdline, []byte(workDir))) {
+			continue
+		}
+		out[name] = append(out[name], pid)
 	}
 	return out
 }
