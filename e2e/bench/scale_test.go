@@ -2,9 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,14 +21,18 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	storagev1 "k8s.io/api/storage/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -46,8 +54,13 @@ import (
 //	               DRA: it binds the pods and leaves their claims unallocated.
 //	SCALE_BIG_JOBS, SCALE_BIG_PODS  the one big JobSet: Jobs x pods (default 100 x 100)
 //	SCALE_BENCH    the scenarios to run: mixed, big (default both)
+//	SCALE_RESTART  0 skips the restart of each add-on with the mixed load's JobSets there
 //
 // Nothing here asserts a time: the tables print what was measured, with the scale used.
+
+// scaleStorageClass is the StorageClass of the big JobSet's PVCs: host paths, bound for the
+// first pod scheduled with them.
+const scaleStorageClass = "scale-wffc"
 
 // scaleDeviceClass is the DRA DeviceClass of the benchmark's claims.
 const scaleDeviceClass = "scale.bench.jobset-addons.io"
@@ -90,7 +103,9 @@ func BenchmarkScale(b *testing.B) {
 	if run("mixed") {
 		mixedLoad(ctx, b, c, tb, gang, envIntOr("SCALE_JOBSETS", 1000), float64(envIntOr("SCALE_RATE", 20)))
 	}
-	_ = cs
+	if run("big") {
+		bigJobSet(ctx, b, c, cs, tb, envIntOr("SCALE_BIG_JOBS", 100), envIntOr("SCALE_BIG_PODS", 100))
+	}
 }
 
 func envOr(key, def string) string {
@@ -530,6 +545,12 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	// PodGroups went with their Jobs and stages.
 	pvcsNow := countObjects(ctx, c, pvcList, ours, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue})
 
+	// The restarts' requests are not of the load: left out of its tables.
+	var restartFrom, restartTo time.Time
+	if os.Getenv("SCALE_RESTART") != "0" {
+		restartFrom, restartTo = restartCatchUp(ctx, b, tb, n)
+	}
+
 	// Delete every JobSet, and wait until nothing of them is left.
 	delStart := time.Now()
 	for _, ns := range []string{ours, plain} {
@@ -610,7 +631,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	events := map[string]map[string]int{}
 	for _, a := range audit {
 		addon := addonOf(a)
-		if addon == "" || a.At.After(end) {
+		if addon == "" || a.At.After(end) || (!a.At.Before(restartFrom) && !a.At.After(restartTo)) {
 			continue
 		}
 		into := outside
@@ -742,4 +763,346 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	}
 	objs = append(objs, row{what: "left after the JobSets were deleted: " + strings.Join(leftover, ", "), target: "all 0"})
 	printTable("objects", objs)
+}
+
+// bigJobSet: one JobSet of jobs x pods pods in stage s1 (after a stage s0 of one pod), with a
+// per-pod PVC (ckpt) and a claim per Job (dev) on s1, sequenced in order. Created suspended:
+// the time until every PVC and claim exists, against a bare client-go loop making the same
+// objects at the add-ons' QPS, as the add-ons' ServiceAccounts, in the same run. Then resumed:
+// the Pod webhook's latency on its pods against the null webhook called on the same pods, and
+// the sequencer's release of s1 (from s0's Job Complete to the last gate lifted).
+func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config, jobs, pods int) {
+	total := jobs * pods
+	ns := namespace(ctx, b, c, "scale-big")
+	adminRC, err := tb.RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pvcLabels := map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}
+	claimLabels := map[string]string{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}
+	watchBoth := func(ns string) (*objectClock, *objectClock) {
+		pv, err := watchCount(ctx, adminRC, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ns, pvcLabels, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl, err := watchCount(ctx, adminRC, resourcev1.SchemeGroupVersion.WithResource("resourceclaims"), ns, claimLabels, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return pv, cl
+	}
+	// Bound only once a pod is scheduled with it: the provisioning of one loop's 10,000 PVCs
+	// does not load the apiserver while the other loop runs.
+	wffc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scaleStorageClass}, Provisioner: "kubernetes.io/host-path",
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
+	if err := c.Create(ctx, wffc); client.IgnoreAlreadyExists(err) != nil {
+		b.Fatal(err)
+	}
+	nullWebhook(ctx, b, cs, tb, "", "v1", "pods")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tl := watchTimeline(wctx, b, cs)
+
+	js := &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big", Annotations: map[string]string{
+			contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [s1], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], storageClassName: ` + scaleStorageClass + `,
+  resources: {requests: {storage: 1Gi}}}}]}]`,
+			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
+		}},
+		Spec: jobsetv1alpha2.JobSetSpec{Suspend: ptr.To(true)},
+	}
+	for _, st := range []struct {
+		name       string
+		jobs, pods int
+	}{{"s0", 1, 1}, {"s1", jobs, pods}} {
+		rj := jobsetv1alpha2.ReplicatedJob{Name: st.name, Replicas: int32(st.jobs), Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(int32(st.pods)), Completions: ptr.To(int32(st.pods)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				// The null webhook is called on the same pods as the Pod webhook.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{nullLabel: "true"}},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}}}},
+			},
+		}}}
+		if st.name == "s0" {
+			// s0 runs until s1's pods exist, so that the release is of pods that exist (it is
+			// also told from the last of them).
+			rj.Template.Spec.Template.Annotations = map[string]string{testbed.DelayAnnotationKey: fmt.Sprintf("%ds", max(10, total/50))}
+		}
+		if st.name == "s1" {
+			rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + scaleDeviceClass + `}}]}}}]`}
+			rj.Template.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ckpt", MountPath: "/ckpt"}}
+		}
+		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, rj)
+	}
+
+	// Ours: from the JobSet's create until every PVC and claim exists.
+	pv, cl := watchBoth(ns)
+	start := time.Now()
+	if err := c.Create(ctx, js); err != nil {
+		b.Fatal(err)
+	}
+	pvAt, err := pv.until(total, 15*time.Minute)
+	if err != nil {
+		b.Fatalf("PVCs: %v", err)
+	}
+	clAt, err := cl.until(jobs, 5*time.Minute)
+	if err != nil {
+		b.Fatalf("claims: %v", err)
+	}
+	pv.Stop()
+	cl.Stop()
+	ours := latest(pvAt, clAt).Sub(start)
+
+	// The bare loops: the same objects, in a namespace of their own, as the add-ons'
+	// ServiceAccounts with their QPS and burst, PVCs and claims at once (as the two add-ons).
+	var pvcs corev1.PersistentVolumeClaimList
+	var claimList resourcev1.ResourceClaimList
+	if err := c.List(ctx, &pvcs, client.InNamespace(ns), client.MatchingLabels(pvcLabels)); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.List(ctx, &claimList, client.InNamespace(ns), client.MatchingLabels(claimLabels)); err != nil {
+		b.Fatal(err)
+	}
+	bareNS := namespace(ctx, b, c, "scale-bare")
+	bareClient := func(addon string, qps float32, burst int) kubernetes.Interface {
+		rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(tb.WorkDir, "addons", addon, "kubeconfig"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc.QPS, rc.Burst = qps, burst
+		bc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return bc
+	}
+	pvcClient, claimClient := bareClient("volumeclaims", vcQPS, vcBurst), bareClient("resourceclaims", rcQPS, rcBurst)
+	bpv, bcl := watchBoth(bareNS)
+	time.Sleep(5 * time.Second) // the JobSet controller's Jobs and the add-ons' Events settle
+	bareStart := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[0] = createParallel(len(pvcs.Items), 16, func(i int) error {
+			p := &pvcs.Items[i]
+			_, err := pvcClient.CoreV1().PersistentVolumeClaims(bareNS).Create(ctx, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}, metav1.CreateOptions{})
+			return err
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = createParallel(len(claimList.Items), 16, func(i int) error {
+			x := &claimList.Items[i]
+			_, err := claimClient.ResourceV1().ResourceClaims(bareNS).Create(ctx, &resourcev1.ResourceClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: x.Name, Labels: x.Labels, Annotations: x.Annotations}, Spec: x.Spec}, metav1.CreateOptions{})
+			return err
+		})
+	}()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	bpvAt, err := bpv.until(total, 15*time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bclAt, err := bcl.until(jobs, 5*time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bpv.Stop()
+	bcl.Stop()
+	bare := latest(bpvAt, bclAt).Sub(bareStart)
+
+	// Resumed: its pods are made (the s1 pods gated), through the Pod webhook and the null one.
+	podClock, err := watchCount(ctx, adminRC, corev1.SchemeGroupVersion.WithResource("pods"), ns, map[string]string{contract.JobSetNameLabelKey: "big"}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer podClock.Stop()
+	hooks := map[string]histogram{}
+	for _, h := range []string{"mpod.volumeclaims.jobset-addons.io", nullWebhookName} {
+		if hooks[h], err = webhookHistogram(ctx, cs, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	resumed := time.Now()
+	if err := c.Patch(ctx, js, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))); err != nil {
+		b.Fatal(err)
+	}
+	podsAt, err := podClock.until(total+1, 20*time.Minute)
+	if err != nil {
+		b.Fatalf("pods: %v", err)
+	}
+	for h, before := range hooks {
+		after, err := webhookHistogram(ctx, cs, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hooks[h] = after.minus(before)
+	}
+	// The release of s1: from s0's Job Complete to the last s1 pod ungated.
+	var release, tail time.Duration
+	var ungated int
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 20*time.Minute, true, func(context.Context) (bool, error) {
+		_, releases, _, _ := tl.handoffs(ns, []string{"big"})
+		tl.mu.Lock()
+		ungated = 0
+		var lastSeen, lastUngated time.Time
+		for uid, key := range tl.podKey {
+			if key != ns+"/big/s1" {
+				continue
+			}
+			lastSeen = latest(lastSeen, tl.seen[uid])
+			if at, ok := tl.ungated[uid]; ok {
+				ungated++
+				lastUngated = latest(lastUngated, at)
+			}
+		}
+		var s0Complete time.Time
+		for key, at := range tl.complete {
+			if strings.HasPrefix(key, ns+"/big/s0/") {
+				s0Complete = at
+			}
+		}
+		tl.mu.Unlock()
+		if len(releases) > 0 && ungated == total {
+			release = releases[0]
+			tail = lastUngated.Sub(latest(lastSeen, s0Complete))
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		b.Fatalf("s1 released: %d of %d pods ungated", ungated, total)
+	}
+	h, null := hooks["mpod.volumeclaims.jobset-addons.io"], hooks[nullWebhookName]
+	handler, err := handlerHistogram(ctx, tb, "volumeclaims", "/mutate--v1-pod")
+	if err != nil {
+		b.Fatal(err)
+	}
+	printTable(fmt.Sprintf("scale: one JobSet of %d Jobs x %d pods (s1, after one pod in s0)", jobs, pods), []row{
+		{what: fmt.Sprintf("%d per-pod PVCs and %d claims exist, from the JobSet's create", total, jobs), ours: ours.Round(time.Millisecond).String(),
+			baseline: bare.Round(time.Millisecond).String() + " bare", ratio: fmt.Sprintf("%.2f", bare.Seconds()/ours.Seconds()), target: "ratio >= 0.9"},
+		{what: "  the PVCs; the claims", ours: pvAt.Sub(start).Round(time.Millisecond).String(), baseline: clAt.Sub(start).Round(time.Millisecond).String(), target: "-"},
+		{what: "  bare: the PVCs; the claims", ours: bpvAt.Sub(bareStart).Round(time.Millisecond).String(), baseline: bclAt.Sub(bareStart).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("resumed: its %d pods exist", total+1), ours: podsAt.Sub(resumed).Round(time.Millisecond).String(), target: "-"},
+		{what: fmt.Sprintf("Pod webhook latency p50 (%.0f calls; null on the same pods)", h.count), ours: "<= " + fmtSeconds(h.quantile(0.5)), baseline: "<= " + fmtSeconds(null.quantile(0.5)) + " null", target: "-"},
+		{what: "Pod webhook latency p99", ours: "<= " + fmtSeconds(h.quantile(0.99)), baseline: "<= " + fmtSeconds(null.quantile(0.99)) + " null", target: "-"},
+		{what: "Pod webhook latency mean (the null webhook runs in the busy bench process)", ours: fmtSeconds(h.mean()), baseline: fmtSeconds(null.mean()) + " null", target: "-"},
+		{what: fmt.Sprintf("  handler time in the controller p50/p99 (%.0f, since its start)", handler.count), ours: "<= " + fmtSeconds(handler.quantile(0.5)) + " / " + fmtSeconds(handler.quantile(0.99)), target: "-"},
+		{what: fmt.Sprintf("s0 Complete to the last of %d s1 gates lifted (sequencer)", total), ours: release.Round(time.Millisecond).String(), target: "-"},
+		{what: "  from the later of s0 Complete and the last s1 pod's arrival", ours: tail.Round(time.Millisecond).String(), target: "-"},
+	})
+	if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// metricSum sums the samples of metric whose labels contain match, from Prometheus text.
+func metricSum(text, metric, match string) float64 {
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, match) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// restartCatchUp restarts each add-on, one at a time, with the n JobSets of ns (finished) and
+// their objects there, and tells how long it takes to catch up (from the process's start until
+// its workqueue is empty after at least n reconciles), and what it asks the apiserver meanwhile:
+// nothing may be made twice.
+func restartCatchUp(ctx context.Context, b *testing.B, tb testbed.Config, n int) (from, to time.Time) {
+	type window struct{ from, to time.Time }
+	windows := map[string]window{}
+	var rows []row
+	for _, name := range testbed.Addons {
+		if err := testbed.StopAddon(ctx, tb, name); err != nil {
+			b.Fatal(err)
+		}
+		p, err := testbed.PrepareAddon(ctx, tb, name, addonArgs()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := p.Start(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(name).Metrics)
+		var reconciles float64
+		var caught time.Time
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return false, nil
+			}
+			text := string(body)
+			reconciles = metricSum(text, "controller_runtime_reconcile_total", `controller="`+name+`"`)
+			depth := metricSum(text, "workqueue_depth", `name="`+name+`"`)
+			unfinished := metricSum(text, "workqueue_unfinished_work_seconds", `name="`+name+`"`)
+			if reconciles >= float64(n) && depth == 0 && unfinished == 0 {
+				caught = time.Now()
+				return true, nil
+			}
+			return false, nil
+		}); err != nil {
+			b.Fatalf("%s did not catch up: %.0f reconciles", name, reconciles)
+		}
+		acting, err := workersStarted(tb, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		windows[name] = window{start, caught}
+		rows = append(rows, row{what: name + ": process start to workers started; to caught up", ours: acting.Sub(start).Round(time.Millisecond).String(),
+			baseline: caught.Sub(start).Round(time.Millisecond).String(), ratio: fmt.Sprintf("%.0f rec", reconciles), target: "-"})
+	}
+	time.Sleep(2 * time.Second) // the audit log's last lines
+	audit, err := testbed.AuditRequests(tb, windows[testbed.Addons[0]].from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range testbed.Addons {
+		w := windows[name]
+		counts := map[string]int{}
+		made := 0
+		for _, a := range audit {
+			if addonOf(a) != name || a.At.Before(w.from) || a.At.After(w.to) {
+				continue
+			}
+			counts[requestKey(a)]++
+			if a.Verb == "create" && a.Code == 201 && !a.DryRun && !isEvent(a) && a.Resource != "leases.coordination.k8s.io" {
+				made++
+			}
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(counts)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+		}
+		rows = append(rows, row{what: "  " + name + ": objects made again (201s)", ours: strconv.Itoa(made), target: "0"})
+		rows = append(rows, row{what: "    requests: " + strings.Join(parts, ", "), target: "-"})
+	}
+	printTable(fmt.Sprintf("restart, one add-on at a time, with %d finished JobSets and their objects there (rec: reconciles)", n), rows)
+	return windows[testbed.Addons[0]].from, windows[testbed.Addons[len(testbed.Addons)-1]].to
 }
