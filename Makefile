@@ -359,7 +359,7 @@ bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare cl
 # Not part of make test nor make bench: the four add-ons together at scale (see e2e/bench/scale_test.go
 # for its parameters; SCALE_JOBSETS=50 SCALE_BIG_JOBS=10 runs it small), on a testbed of SCALE_NODES
 # fake nodes (110 pods each) started for the run.
-SCALE_NODES ?= 100
+SCALE_NODES ?= 20
 .PHONY: bench-scale
 bench-scale: build testbed-bins $(TESTBEDCTL) ## The four add-ons together: 1,000 mixed JobSets, one 10,000-pod JobSet, API requests per JobSet; prints tables
 	BENCH_SCALE=1 TESTBED_NODES=$(SCALE_NODES) hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench "^BenchmarkScale$$" -benchtime 1x -timeout 180m ./bench/'

@@ -98,13 +98,22 @@ func BenchmarkScale(b *testing.B) {
 	if err := waitAllWebhooks(ctx, c, gang); err != nil {
 		b.Fatal(err)
 	}
+	// An add-on whose process exits (its leader election lost, when the apiserver answers a
+	// Lease renewal late) is started again, as its Deployment's pod would be, and told.
+	dog := watchAddons(ctx, b, tb)
+	defer dog.Stop()
 	only := os.Getenv("SCALE_BENCH")
 	run := func(name string) bool { return only == "" || slices.Contains(strings.Split(only, ","), name) }
 	if run("mixed") {
-		mixedLoad(ctx, b, c, tb, gang, envIntOr("SCALE_JOBSETS", 1000), float64(envIntOr("SCALE_RATE", 20)))
+		mixedLoad(ctx, b, c, tb, dog, gang, envIntOr("SCALE_JOBSETS", 1000), float64(envIntOr("SCALE_RATE", 20)))
 	}
 	if run("big") {
 		bigJobSet(ctx, b, c, cs, tb, envIntOr("SCALE_BIG_JOBS", 100), envIntOr("SCALE_BIG_PODS", 100))
+	}
+	restarts := dog.restarts()
+	fmt.Printf("\nadd-on processes that exited during the run and were started again: %d\n", len(restarts))
+	for _, r := range restarts {
+		fmt.Println("  " + r)
 	}
 }
 
@@ -461,7 +470,7 @@ func isEvent(a testbed.AuditRequest) bool {
 // mixedLoad: n JobSets with all four add-ons and n the same without, created at rate a second
 // each, interleaved; then deleted. It prints the wall time, memory, CPU, API requests per
 // JobSet against the minimum, Events per JobSet and the objects' count.
-func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, gang contract.Scheduler, n int, rate float64) {
+func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, dog *addonWatchdog, gang contract.Scheduler, n int, rate float64) {
 	ours, plain := namespace(ctx, b, c, "scale-ours"), namespace(ctx, b, c, "scale-plain")
 	clock := watchJobSets(ctx, b, tb, ours, plain)
 	defer clock.Stop()
@@ -548,7 +557,9 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	// The restarts' requests are not of the load: left out of its tables.
 	var restartFrom, restartTo time.Time
 	if os.Getenv("SCALE_RESTART") != "0" {
+		dog.pause(true)
 		restartFrom, restartTo = restartCatchUp(ctx, b, tb, n)
+		dog.pause(false)
 	}
 
 	// Delete every JobSet, and wait until nothing of them is left.
@@ -1105,4 +1116,76 @@ func restartCatchUp(ctx context.Context, b *testing.B, tb testbed.Config, n int)
 	}
 	printTable(fmt.Sprintf("restart, one add-on at a time, with %d finished JobSets and their objects there (rec: reconciles)", n), rows)
 	return windows[testbed.Addons[0]].from, windows[testbed.Addons[len(testbed.Addons)-1]].to
+}
+
+// addonWatchdog starts again, every 2 s, an add-on whose process exited, and keeps why.
+type addonWatchdog struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	held bool
+	log  []string
+}
+
+func watchAddons(ctx context.Context, b *testing.B, tb testbed.Config) *addonWatchdog {
+	d := &addonWatchdog{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case <-t.C:
+			}
+			d.mu.Lock()
+			for _, name := range testbed.Addons {
+				if _, err := testbed.ProcessRSS(tb, name); err == nil || d.held {
+					continue
+				}
+				why := lastLine(tb.ProcessLog(name))
+				at := time.Now()
+				if err := testbed.StartAddon(ctx, tb, name, nil, addonArgs()...); err != nil {
+					why += "; and it did not start again: " + err.Error()
+				}
+				d.log = append(d.log, fmt.Sprintf("%s at %s (%s)", name, at.Format("15:04:05"), why))
+			}
+			d.mu.Unlock()
+		}
+	}()
+	return d
+}
+
+// pause holds the watchdog while the bench stops and starts the add-ons itself.
+func (d *addonWatchdog) pause(held bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = held
+}
+
+func (d *addonWatchdog) restarts() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.log)
+}
+
+func (d *addonWatchdog) Stop() {
+	close(d.stop)
+	<-d.done
+}
+
+// lastLine is the last line of the file that does not start with white space (a stack).
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; l != "" && l[0] != ' ' && l[0] != '\t' {
+			return l
+		}
+	}
+	return ""
 }
