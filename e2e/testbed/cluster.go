@@ -97,9 +97,18 @@ func kwokctlConfig(c Config) ([]byte, error) {
 			"kwokControllerBinary":        c.Bin("kwok"),
 			"kubeAuditPolicy":             c.auditPolicyPath(),
 		},
+		// Without leader election: each runs once, and a Lease renewal that a starved apiserver
+		// answers after the renew deadline would end it for good (kwokctl does not start it
+		// again; on a 2-core machine shared with builds, make bench-scale lost kube-scheduler so).
 		"componentsPatches": []any{map[string]any{
-			"name":      "kube-controller-manager",
-			"extraArgs": []any{map[string]any{"key": "enable-hostpath-provisioner", "value": "true"}},
+			"name": "kube-controller-manager",
+			"extraArgs": []any{
+				map[string]any{"key": "enable-hostpath-provisioner", "value": "true"},
+				map[string]any{"key": "leader-elect", "value": "false"},
+			},
+		}, map[string]any{
+			"name":      "kube-scheduler",
+			"extraArgs": []any{map[string]any{"key": "leader-elect", "value": "false"}},
 		}},
 	}
 	if workload, err := c.KubeAtLeast(WorkloadAPISince); err != nil {
