@@ -15,9 +15,7 @@ import (
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,10 +38,6 @@ func main() {
 		names        gang.SchedulerNames
 		defaultQueue string
 	)
-	jobsOfJobSets, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
 	addon.Main(addon.Options{
 		Name: "podgroups",
 		// One PodGroup per JobSet is made as the JobSet is admitted: hundreds at once must not
@@ -53,7 +47,7 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme},
 		// Only JobSets' Jobs and our own PodGroups and Workloads are cached.
 		Cache: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:                {Label: labels.NewSelector().Add(*jobsOfJobSets)},
+			&batchv1.Job{}:                addon.JobsOfJobSets(nil), // their labels and conditions, not their pod templates
 			&volcanov1beta1.PodGroup{}:    addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&coschedv1alpha1.PodGroup{}:   addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),

@@ -9,9 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,10 +28,6 @@ func main() {
 	var concurrency, workers int
 	var adoptQPS, webhookQPS float32
 	var adoptBurst, webhookBurst int
-	jobSetJobs, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
 	addon.Main(addon.Options{
 		Name:         "resourceclaims",
 		QPS:          200,
@@ -43,7 +37,9 @@ func main() {
 		// Only the claims the add-on made, and only JobSet Jobs, are cached.
 		Cache: map[client.Object]cache.ByObject{
 			&resourcev1.ResourceClaim{}: addon.ManagedBy(contract.ResourceClaimsManagedByValue),
-			&batchv1.Job{}:              {Label: labels.NewSelector().Add(*jobSetJobs)},
+			// The pod template only of the Jobs with claim templates (a claim of the template's
+			// name in it wins over the template's).
+			&batchv1.Job{}: addon.JobsOfJobSets(claims.HasTemplates),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,7 +34,7 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only JobSets' Jobs, and only the pods the webhook gated, are cached.
 		Cache: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: mustSelector(contract.JobSetNameLabelKey, selection.Exists)},
+			&batchv1.Job{}: addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
 			&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{contract.SequencerGatedLabelKey: contract.EnabledValue})},
 		},
 		MutatingWebhooks:   true,
@@ -60,12 +59,4 @@ func main() {
 			return r.SetupWithManager(mgr, concurrency)
 		},
 	})
-}
-
-func mustSelector(key string, op selection.Operator) labels.Selector {
-	req, err := labels.NewRequirement(key, op, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*req)
 }

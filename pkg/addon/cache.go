@@ -1,7 +1,11 @@
 package addon
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -12,4 +16,33 @@ import (
 // (PVCs, ResourceClaims, PodGroups), so that the cache holds those and not the cluster's.
 func ManagedBy(value string) cache.ByObject {
 	return cache.ByObject{Label: labels.SelectorFromSet(labels.Set{contract.ManagedByLabelKey: value})}
+}
+
+// JobsOfJobSets scopes the Job informer to the Jobs of JobSets (those with the jobset-name
+// label), and keeps, of each, all but its pod template unless keepTemplate (nil: none) says the
+// add-on reads it. A Job's pod template is most of it, and every JobSet's Jobs are cached, the
+// JobSets that do not use the add-on as well: make bench-scale measured the Job caches as the
+// add-ons' largest part at 250 JobSets with the add-ons and 250 without.
+func JobsOfJobSets(keepTemplate func(*batchv1.Job) bool) cache.ByObject {
+	exists, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return cache.ByObject{Label: labels.NewSelector().Add(*exists), Transform: jobTransform(keepTemplate)}
+}
+
+// jobTransform strips a Job's managed fields (as the manager's default transform, which a
+// transform of one kind replaces) and, unless keepTemplate says otherwise, its pod template.
+func jobTransform(keepTemplate func(*batchv1.Job) bool) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err != nil {
+			return obj, err
+		}
+		if job, ok := obj.(*batchv1.Job); ok && (keepTemplate == nil || !keepTemplate(job)) {
+			job.Spec.Template = corev1.PodTemplateSpec{}
+		}
+		return obj, nil
+	}
 }

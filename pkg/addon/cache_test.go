@@ -1,0 +1,59 @@
+package addon
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+func TestJobsOfJobSets(t *testing.T) {
+	job := func() *batchv1.Job {
+		return &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "j", Labels: map[string]string{contract.JobSetNameLabelKey: "js"},
+				Annotations:   map[string]string{"keep": "yes"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "jobset"}},
+			},
+			Spec: batchv1.JobSpec{
+				Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}},
+			},
+			Status: batchv1.JobStatus{Succeeded: 1},
+		}
+	}
+	byObject := JobsOfJobSets(func(j *batchv1.Job) bool { return j.Annotations["keep"] == "yes" })
+	if !byObject.Label.Matches(labelSet(job().Labels)) || byObject.Label.Matches(labelSet(nil)) {
+		t.Errorf("selector %s: want the Jobs with the jobset-name label only", byObject.Label)
+	}
+	kept, err := byObject.Transform(job())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := kept.(*batchv1.Job); len(k.Spec.Template.Spec.Containers) != 1 || k.ManagedFields != nil {
+		t.Errorf("a Job whose template is read: template %+v, managed fields %v; want the template, no managed fields", k.Spec.Template, k.ManagedFields)
+	}
+	other := job()
+	other.Annotations = nil
+	stripped, err := byObject.Transform(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stripped.(*batchv1.Job)
+	if len(s.Spec.Template.Spec.Containers) != 0 || s.ManagedFields != nil {
+		t.Errorf("a Job whose template is not read kept its template or managed fields: %+v", s)
+	}
+	if *s.Spec.Parallelism != 2 || *s.Spec.Completions != 2 || s.Status.Succeeded != 1 || s.Labels[contract.JobSetNameLabelKey] != "js" {
+		t.Errorf("the transform lost what the add-ons read: %+v", s)
+	}
+	if got, _ := JobsOfJobSets(nil).Transform(job()); len(got.(*batchv1.Job).Spec.Template.Spec.Containers) != 0 {
+		t.Error("JobsOfJobSets(nil) kept a pod template")
+	}
+}
+
+func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
