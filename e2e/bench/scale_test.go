@@ -255,7 +255,8 @@ func minimumRequests(gang contract.Scheduler) map[string]map[string]float64 {
 var whyAbove = map[string]string{
 	"resourceclaims create resourceclaims.resource.k8s.io (dry run)": "JobSet webhook: the apiserver validates each distinct claim template once (dry-run create, remembered)",
 	"resourceclaims patch resourceclaims.resource.k8s.io":            "claims are made ahead of their Jobs (owned by the JobSet, so pods never wait); one JSON patch per claim hands it to its Job once that exists",
-	"resourceclaims get resourceclaims.resource.k8s.io":              "an adoption refused by its test (the cache was behind): a read shows it adopted already",
+	"resourceclaims get resourceclaims.resource.k8s.io":              "after a create answered 409 (below), a read of the claim to see whose it is",
+	"resourceclaims create resourceclaims.resource.k8s.io":           "a second create of a claim made under 0.4 s before, answered 409 (6 of 1,000 at 250 JobSets, 3 of them one JobSet's): its Made record did not hold it back; cause not found yet",
 	"resourceclaims delete resourceclaims.resource.k8s.io":           "a second delete (404) by a reconcile before the cache showed the first",
 	"sequencer patch jobsets.jobset.x-k8s.io":                        "one per stage released (s1, s2): the released annotation, which podgroups reads to make that stage's gang and kubectl jobset-addons status shows",
 	"volumeclaims get leases.coordination.k8s.io":                    "leader election: the Lease renewed every --leader-election-retry-period (5 s here, see scaleAddonArgs; 1 s by default)",

@@ -170,6 +170,7 @@ const (
 
 	// SequencerGatedLabelKey is a pod-template label (value EnabledValue), written by the sequencer
 	// JobSet webhook on the pod templates it gates, so that the controller watches only those pods.
+	// The controller removes it from a pod with the gate, so that it caches only those still gated.
 	SequencerGatedLabelKey = "sequencer." + Domain + "/gated"
 )
 

@@ -172,6 +172,15 @@ func TestReconcile(t *testing.T) {
 					if len(p.Spec.SchedulingGates) != 1 {
 						t.Errorf("pod %s: gates %v, want the other gate kept", p.Name, p.Spec.SchedulingGates)
 					}
+					// Released, it leaves the controller's cache of gated pods.
+					if _, ok := p.Labels[contract.SequencerGatedLabelKey]; ok {
+						t.Errorf("released pod %s keeps the label %s", p.Name, contract.SequencerGatedLabelKey)
+					}
+				} else if p.Labels[contract.SequencerGatedLabelKey] != contract.EnabledValue {
+					t.Errorf("gated pod %s lost the label %s: %v", p.Name, contract.SequencerGatedLabelKey, p.Labels)
+				}
+				if p.Labels[contract.JobSetNameLabelKey] == "" {
+					t.Errorf("pod %s lost its other labels: %v", p.Name, p.Labels)
 				}
 			}
 			if diff := cmp.Diff(tc.want.ungated, ungated); diff != "" {
