@@ -252,3 +252,48 @@ func TestReconcileStaleCache(t *testing.T) {
 		t.Errorf("%d JobSet patches, want 1", patches)
 	}
 }
+
+// TestSlowPatchNotRepeated: a pod's release that the apiserver answers after longer than
+// recentlyPatched is not patched again by a reconcile whose cache still shows the gate.
+func TestSlowPatchNotRepeated(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	js := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 1).Obj()
+	stages, _ := sequence.Stages(js)
+	sequence.Inject(js, stages)
+	pod := tu.Pod(js, "node", 0, 0)
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), pod).
+		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
+	clk := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	podPatches := 0
+	slowAndStale := interceptor.Funcs{
+		// The cache still shows the pod gated.
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if pods, ok := list.(*corev1.PodList); ok {
+				pods.Items = []corev1.Pod{*pod.DeepCopy()}
+				return nil
+			}
+			return cl.List(ctx, list, opts...)
+		},
+		// The apiserver answers a pod's patch after longer than recentlyPatched.
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				podPatches++
+				clk.Step(recentlyPatched + time.Second)
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	}
+	r := &Reconciler{Client: interceptor.NewClient(c, slowAndStale), Recorder: events.NewFakeRecorder(10), Clock: clk, Workers: 2}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		clk.Step(time.Second)
+	}
+	if podPatches != 1 {
+		t.Errorf("%d pod patches, want 1", podPatches)
+	}
+}
