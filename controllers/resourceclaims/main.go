@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -37,9 +38,14 @@ func main() {
 		// Only the claims the add-on made, and only JobSet Jobs, are cached.
 		Cache: map[client.Object]cache.ByObject{
 			&resourcev1.ResourceClaim{}: addon.ManagedBy(contract.ResourceClaimsManagedByValue),
-			// The pod template only of the Jobs with claim templates (a claim of the template's
-			// name in it wins over the template's).
-			&batchv1.Job{}: addon.JobsOfJobSets(claims.HasTemplates),
+			// Of a Job's pod template, only the pod's own claims, of the Jobs with claim templates:
+			// a claim of a template's name there wins over the template's.
+			&batchv1.Job{}: addon.JobsOfJobSets(func(j *batchv1.Job) corev1.PodTemplateSpec {
+				if !claims.HasTemplates(j) {
+					return corev1.PodTemplateSpec{}
+				}
+				return corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: j.Spec.Template.Spec.ResourceClaims}}
+			}),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,

@@ -19,29 +19,32 @@ func ManagedBy(value string) cache.ByObject {
 }
 
 // JobsOfJobSets scopes the Job informer to the Jobs of JobSets (those with the jobset-name
-// label), and keeps, of each, all but its pod template unless keepTemplate (nil: none) says the
-// add-on reads it. A Job's pod template is most of it, and every JobSet's Jobs are cached, the
-// JobSets that do not use the add-on as well: make bench-scale measured the Job caches as the
-// add-ons' largest part at 250 JobSets with the add-ons and 250 without.
-func JobsOfJobSets(keepTemplate func(*batchv1.Job) bool) cache.ByObject {
+// label), and keeps, of each, all but its pod template: of that, only what kept (nil: nothing)
+// returns, the part the add-on reads. A Job's pod template is most of it, and every JobSet's
+// Jobs are cached, those of the JobSets that do not use the add-on too (make bench-scale).
+func JobsOfJobSets(kept func(*batchv1.Job) corev1.PodTemplateSpec) cache.ByObject {
 	exists, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
-	return cache.ByObject{Label: labels.NewSelector().Add(*exists), Transform: jobTransform(keepTemplate)}
+	return cache.ByObject{Label: labels.NewSelector().Add(*exists), Transform: jobTransform(kept)}
 }
 
 // jobTransform strips a Job's managed fields (as the manager's default transform, which a
-// transform of one kind replaces) and, unless keepTemplate says otherwise, its pod template.
-func jobTransform(keepTemplate func(*batchv1.Job) bool) toolscache.TransformFunc {
+// transform of one kind replaces) and its pod template but for what kept returns.
+func jobTransform(kept func(*batchv1.Job) corev1.PodTemplateSpec) toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(obj any) (any, error) {
 		obj, err := strip(obj)
 		if err != nil {
 			return obj, err
 		}
-		if job, ok := obj.(*batchv1.Job); ok && (keepTemplate == nil || !keepTemplate(job)) {
-			job.Spec.Template = corev1.PodTemplateSpec{}
+		if job, ok := obj.(*batchv1.Job); ok {
+			var keep corev1.PodTemplateSpec
+			if kept != nil {
+				keep = kept(job)
+			}
+			job.Spec.Template = keep
 		}
 		return obj, nil
 	}

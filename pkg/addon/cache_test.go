@@ -27,7 +27,12 @@ func TestJobsOfJobSets(t *testing.T) {
 			Status: batchv1.JobStatus{Succeeded: 1},
 		}
 	}
-	byObject := JobsOfJobSets(func(j *batchv1.Job) bool { return j.Annotations["keep"] == "yes" })
+	byObject := JobsOfJobSets(func(j *batchv1.Job) corev1.PodTemplateSpec {
+		if j.Annotations["keep"] != "yes" {
+			return corev1.PodTemplateSpec{}
+		}
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: j.Spec.Template.Spec.Containers}}
+	})
 	if !byObject.Label.Matches(labelSet(job().Labels)) || byObject.Label.Matches(labelSet(nil)) {
 		t.Errorf("selector %s: want the Jobs with the jobset-name label only", byObject.Label)
 	}
