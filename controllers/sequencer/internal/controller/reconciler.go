@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -51,6 +52,10 @@ type Reconciler struct {
 	// patched holds pods whose gate was removed lately, so that a reconcile that runs before
 	// the cache shows it does not patch them again.
 	patched map[types.UID]time.Time
+	// released holds the pods released that the cache shows still at the resourceVersion they
+	// were released from: on a starved apiserver the cache showed a release more than 6 s after
+	// its patch was answered (make bench-scale), past recentlyPatched.
+	released *addon.Changed
 	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
 	warned addon.Told
 	// written holds, per JobSet, the released annotation this process last wrote, so that a
@@ -286,7 +291,8 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp == nil && sequence.HasGate(p.Spec.SchedulingGates) &&
-			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && jobsets.AttemptOf(p.Labels) == attempt && r.claim(p.UID) {
+			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && jobsets.AttemptOf(p.Labels) == attempt &&
+			!r.releasedTracker().Pending(p) && r.claim(p.UID) {
 			todo = append(todo, p)
 		}
 	}
@@ -302,6 +308,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			before := metav1.ObjectMeta{UID: p.UID, ResourceVersion: p.ResourceVersion} // the patch answers into p
 			err := r.Client.Patch(ctx, p, gateRemoval)
 			if apierrors.IsNotFound(err) {
 				return
@@ -315,6 +322,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 				return
 			}
 			r.patchedNow(p.UID)
+			r.releasedTracker().Wrote(&before)
 			podsReleased.Inc()
 		}()
 	}
@@ -358,6 +366,16 @@ func (r *Reconciler) patchedNow(uid types.UID) {
 	if r.patched != nil {
 		r.patched[uid] = r.Clock.Now()
 	}
+}
+
+// releasedTracker is r.released, made on first use.
+func (r *Reconciler) releasedTracker() *addon.Changed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.released == nil {
+		r.released = &addon.Changed{TTL: addon.MadeTTL, Clock: r.Clock}
+	}
+	return r.released
 }
 
 func (r *Reconciler) unclaim(uid types.UID) {
