@@ -19,6 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -34,8 +35,14 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only JobSets' Jobs, and only the pods the webhook gated, are cached.
 		Cache: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
-			&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{contract.SequencerGatedLabelKey: contract.EnabledValue})},
+			&batchv1.Job{}:           addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
+			&jobsetv1alpha2.JobSet{}: addon.JobSetsUsing(sequence.Uses),
+			// The gated pods, of which the controller reads the metadata and the gates.
+			&corev1.Pod{}: addon.Trimmed(cache.ByObject{Label: labels.SelectorFromSet(labels.Set{contract.SequencerGatedLabelKey: contract.EnabledValue})}, func(obj any) {
+				if p, ok := obj.(*corev1.Pod); ok {
+					p.Spec, p.Status = corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates}, corev1.PodStatus{}
+				}
+			}),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,

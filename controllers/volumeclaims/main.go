@@ -15,6 +15,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/controller"
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -30,7 +31,10 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only the PVCs the add-on made are cached; a user's PVC of a desired name shows
 		// itself when its creation collides.
-		Cache:              map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue)},
+		Cache: map[client.Object]cache.ByObject{
+			&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue),
+			&jobsetv1alpha2.JobSet{}:        addon.JobSetsUsing(policy.Uses),
+		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {

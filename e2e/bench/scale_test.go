@@ -450,6 +450,38 @@ func (s *rssSampler) Stop() map[string]int {
 
 func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
+// goHeap is, per add-on, its Go heap now, from its metrics: the bytes of live objects and of
+// garbage not yet collected (go_memstats_heap_alloc_bytes) and the heap size at which its next
+// collection starts (go_gc_heap_goal_bytes), which with GOGC=100 is twice what the last one
+// found live. The rest of RSS is the runtime's, the binary's pages and heap memory freed but
+// not yet returned to the system.
+func goHeap(ctx context.Context, tb testbed.Config) map[string]string {
+	out := map[string]string{}
+	for _, a := range testbed.Addons {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", tb.AddonPorts(a).Metrics), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		text, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		value := func(metric string) float64 {
+			for _, line := range strings.Split(string(text), "\n") {
+				if rest, ok := strings.CutPrefix(line, metric+" "); ok {
+					v, _ := strconv.ParseFloat(rest, 64)
+					return v
+				}
+			}
+			return 0
+		}
+		out[a] = fmt.Sprintf("%.0f/%.0f", value("go_memstats_heap_alloc_bytes")/(1<<20), value("go_gc_heap_goal_bytes")/(1<<20))
+	}
+	return out
+}
+
 // addonOf is the add-on that made the request: its ServiceAccount's (jobset-addons-<name>),
 // through the add-on's own clients (user agent jobset-addons-<name>, or
 // <name>/<version> .../leader-election for controller-runtime's leader election, which sets its
@@ -493,6 +525,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	cpu := sampleCPU(append([]string{"kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "jobset", "kwok-controller"}, testbed.Addons...)...)
 	rss := sampleRSS(tb)
 	rssAt := map[int]map[string]int{}
+	heapAt := map[int]map[string]string{}
 	created := map[string]map[string]time.Time{ours: {}, plain: {}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -518,6 +551,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 		}
 		if i+1 == n/4 || i+1 == n {
 			rssAt[i+1] = rss.now()
+			heapAt[i+1] = goHeap(ctx, tb)
 		}
 	}
 	tick.Stop()
@@ -538,7 +572,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 		fmt.Printf("\nNOT FINISHED after %s: %d of %d JobSets with the add-ons, %d of %d without; unfinished: %s\n", timeout, o, n, p, n,
 			strings.Join(clock.unfinished(ours, created[ours]), " "))
 	}
-	rssDone := rss.now()
+	rssDone, heapDone := rss.now(), goHeap(ctx, tb)
 	finishedAt := time.Now()
 	_, oursFailed, oursLast := clock.finished(ours)
 	_, plainFailed, plainLast := clock.finished(plain)
@@ -641,6 +675,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 			what: a + ": peak RSS; RSS at " + strconv.Itoa(n/4) + " / " + strconv.Itoa(n) + " created, all finished",
 			ours: mib(peak[a]), baseline: mib(rssAt[n/4][a]) + " / " + mib(rssAt[n][a]) + " / " + mib(rssDone[a]), target: "< 200 MiB at 1000",
 		})
+		mem = append(mem, row{what: "  Go heap allocated/next collection's goal, at the same points", baseline: heapAt[n/4][a] + ", " + heapAt[n][a] + ", " + heapDone[a] + " MiB", target: "-"})
 		mem = append(mem, row{what: "  CPU used, whole run (to all finished)", ours: used[a].Round(time.Millisecond).String(), baseline: usedToDone[a].Round(time.Millisecond).String(), target: "-"})
 	}
 	for _, p := range []string{"kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "jobset", "kwok-controller"} {

@@ -5,8 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -27,18 +27,7 @@ func JobsOfJobSets(kept func(*batchv1.Job) corev1.PodTemplateSpec) cache.ByObjec
 	if err != nil {
 		panic(err)
 	}
-	return cache.ByObject{Label: labels.NewSelector().Add(*exists), Transform: jobTransform(kept)}
-}
-
-// jobTransform strips a Job's managed fields (as the manager's default transform, which a
-// transform of one kind replaces) and its pod template but for what kept returns.
-func jobTransform(kept func(*batchv1.Job) corev1.PodTemplateSpec) toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
-	return func(obj any) (any, error) {
-		obj, err := strip(obj)
-		if err != nil {
-			return obj, err
-		}
+	return Trimmed(cache.ByObject{Label: labels.NewSelector().Add(*exists)}, func(obj any) {
 		if job, ok := obj.(*batchv1.Job); ok {
 			var keep corev1.PodTemplateSpec
 			if kept != nil {
@@ -46,6 +35,34 @@ func jobTransform(kept func(*batchv1.Job) corev1.PodTemplateSpec) toolscache.Tra
 			}
 			job.Spec.Template = keep
 		}
-		return obj, nil
+	})
+}
+
+// JobSetsUsing keeps, of a JobSet that does not use the add-on (uses is false), only its
+// metadata: every JobSet is cached, and the apiserver cannot select on the annotations that say
+// which add-ons one uses. uses must be false again on what is kept (it reads the metadata, or the
+// spec that is dropped), so that a reconcile of a kept JobSet does what it would on the whole one:
+// nothing. A JobSet changed to use the add-on is cached whole from that change on.
+func JobSetsUsing(uses func(*jobsetv1alpha2.JobSet) bool) cache.ByObject {
+	return Trimmed(cache.ByObject{}, func(obj any) {
+		if js, ok := obj.(*jobsetv1alpha2.JobSet); ok && !uses(js) {
+			js.Spec, js.Status = jobsetv1alpha2.JobSetSpec{}, jobsetv1alpha2.JobSetStatus{}
+		}
+	})
+}
+
+// Trimmed is by with a transform that drops the objects' managed fields, as the manager's
+// default transform (which a transform of one kind replaces), then trims each object, in place,
+// to what the add-on reads of it. The cache then holds what trim left; a write the add-on makes
+// from a cached object must therefore be a patch of what it changes, never an update.
+func Trimmed(by cache.ByObject, trim func(obj any)) cache.ByObject {
+	strip := cache.TransformStripManagedFields()
+	by.Transform = func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err == nil {
+			trim(obj)
+		}
+		return obj, err
 	}
+	return by
 }

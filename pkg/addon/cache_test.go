@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -62,3 +63,50 @@ func TestJobsOfJobSets(t *testing.T) {
 }
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+func TestJobSetsUsing(t *testing.T) {
+	uses := func(js *jobsetv1alpha2.JobSet) bool {
+		_, ok := js.Annotations["mine"]
+		return ok || (len(js.Spec.ReplicatedJobs) > 0 && js.Spec.ReplicatedJobs[0].Template.Annotations["mine"] != "")
+	}
+	jobSet := func(annotations, templateAnnotations map[string]string) *jobsetv1alpha2.JobSet {
+		return &jobsetv1alpha2.JobSet{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "js", Labels: map[string]string{"l": "v"}, Annotations: annotations,
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			},
+			Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+				Name: "w", Replicas: 2, Template: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: templateAnnotations}},
+			}}},
+			Status: jobsetv1alpha2.JobSetStatus{Restarts: 1},
+		}
+	}
+	transform := JobSetsUsing(uses).Transform
+	for name, js := range map[string]*jobsetv1alpha2.JobSet{
+		"by its annotation":          jobSet(map[string]string{"mine": "x"}, nil),
+		"by its template annotation": jobSet(nil, map[string]string{"mine": "x"}),
+	} {
+		got, err := transform(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := got.(*jobsetv1alpha2.JobSet)
+		if len(k.Spec.ReplicatedJobs) != 1 || k.Status.Restarts != 1 || k.ManagedFields != nil {
+			t.Errorf("%s: a JobSet that uses the add-on lost its spec or status, or kept managed fields: %+v", name, k)
+		}
+	}
+	got, err := transform(jobSet(map[string]string{"other": "x"}, map[string]string{"other": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := got.(*jobsetv1alpha2.JobSet)
+	if len(k.Spec.ReplicatedJobs) != 0 || k.Status.Restarts != 0 || k.ManagedFields != nil {
+		t.Errorf("a JobSet that does not use the add-on kept its spec, status or managed fields: %+v", k)
+	}
+	if k.Name != "js" || k.Labels["l"] != "v" || k.Annotations["other"] != "x" {
+		t.Errorf("a JobSet that does not use the add-on lost its metadata: %+v", k.ObjectMeta)
+	}
+	if uses(k) {
+		t.Error("what is kept of a JobSet that does not use the add-on uses it")
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -117,16 +116,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroups").
-		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(uses)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobChanged())).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
+		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
 		for _, kind := range r.Installed[s].MetaKinds() {
-			b = b.Owns(kind, builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
+			b = b.WatchesRawSource(addon.Owns(mgr, &jobsetv1alpha2.JobSet{}, kind, podGroupChanged()))
 		}
 	}
 	if r.Composites {
-		b = b.Owns(CompositeMeta(), builder.OnlyMetadata, builder.WithPredicates(podGroupChanged()))
+		b = b.WatchesRawSource(addon.Owns(mgr, &jobsetv1alpha2.JobSet{}, CompositeMeta(), podGroupChanged()))
 	}
 	return b.Complete(r)
 }

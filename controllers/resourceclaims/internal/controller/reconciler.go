@@ -27,7 +27,6 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -81,11 +80,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resourceclaims").
-		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return HasTemplates(o.(*jobsetv1alpha2.JobSet))
 		}))).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(jobHasTemplates)).
-		Watches(&resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf)).
+		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobHasTemplates)).
+		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

@@ -23,7 +23,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -96,9 +95,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sequencer").
-		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(uses)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), builder.WithPredicates(gatedPod)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
+		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
+		WatchesRawSource(addon.Watches(mgr, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), gatedPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -29,6 +28,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -66,13 +66,13 @@ type pendingClaims struct {
 // PVCs it manages.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetAnnotations()[contract.PoliciesAnnotationKey]
-		return ok
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		return ok && policy.Uses(js)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims").
-		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(hasPolicies)).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies)).
+		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

@@ -23,6 +23,12 @@ import (
 // AnnotationPath is the field path of the policies annotation on a JobSet.
 var AnnotationPath = contract.JobSetAnnotationPath(contract.PoliciesAnnotationKey)
 
+// Uses says whether the JobSet asks for volume claims: whether it carries the annotation.
+func Uses(js *jobsetv1alpha2.JobSet) bool {
+	_, ok := js.Annotations[contract.PoliciesAnnotationKey]
+	return ok
+}
+
 // Parse reads the policies of js; ok is false when js has no policies annotation.
 func Parse(js *jobsetv1alpha2.JobSet) (policies []contract.VolumeClaimPolicy, ok bool, errs field.ErrorList) {
 	value, ok := js.Annotations[contract.PoliciesAnnotationKey]
