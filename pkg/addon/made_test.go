@@ -121,3 +121,30 @@ func TestChanged(t *testing.T) {
 		t.Fatal("a nil Changed remembered a change")
 	}
 }
+
+// The object arrived in the cache after the reconcile read it and before it asked: taken before
+// the read, PendingNow still holds it, where Pending after the read would not.
+func TestMadePendingNow(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	m := &Made{TTL: MadeTTL, Clock: clk}
+	a, b := object("a", "uid-a", clk.Now()), object("b", "uid-b", clk.Now())
+	keyA, keyB := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	m.Created(a)
+	m.Created(b)
+	before := m.PendingNow() // the reconcile's snapshot, then its read of the cache (a not there)
+	m.Seen(a)                // a arrives in the cache
+	if !before.Has(keyA) || m.Pending(keyA) {
+		t.Fatalf("snapshot has a: %v (want true); Pending(a) after its arrival: %v (want false)", before.Has(keyA), m.Pending(keyA))
+	}
+	if after := m.PendingNow(); after.Has(keyA) || !after.Has(keyB) {
+		t.Fatalf("PendingNow after a arrived: %v, want b only", after.UnsortedList())
+	}
+	clk.SetTime(clk.Now().Add(MadeTTL))
+	if m.PendingNow().Len() != 0 || m.Pending(keyB) {
+		t.Fatal("b still pending after its TTL")
+	}
+	var none *Made
+	if none.PendingNow().Len() != 0 {
+		t.Fatal("a nil Made has pending objects")
+	}
+}

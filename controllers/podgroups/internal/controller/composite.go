@@ -33,11 +33,12 @@ func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.Job
 	}
 	key := client.ObjectKeyFromObject(want)
 	var have client.Object = CompositeMeta()
+	pending := r.madeComposites.Pending(key) // before the cache is read (Made.PendingNow)
 	if err := r.Client.Get(ctx, key, have); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("reading CompositePodGroup %s: %w", key.Name, err)
 		}
-		if r.madeComposites.Pending(key) {
+		if pending {
 			return true, nil
 		}
 		have = nil

@@ -219,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		units = append(units, g)
 	}
+	made := r.made.PendingNow() // before the cache is read (Made.PendingNow)
 	list := b.MetaList()
 	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
@@ -259,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			delete(have, g.Name)
 			continue
 		}
-		if have[g.Name] == nil && r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
+		if have[g.Name] == nil && made.Has(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}) {
 			// Created by this process, not in the cache yet: its arrival brings the next
 			// reconcile, or, should none come, the requeue.
 			waiting = true
@@ -483,11 +484,12 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	}
 	key := client.ObjectKeyFromObject(want)
 	var have client.Object = meta(*b.Workload)
+	made := r.madeWorkloads.Pending(key) // before the cache is read (Made.PendingNow)
 	if err := r.Client.Get(ctx, key, have); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, false, fmt.Errorf("reading Workload %s: %w", key.Name, err)
 		}
-		if r.madeWorkloads.Pending(key) {
+		if made {
 			return true, true, nil
 		}
 		have = nil

@@ -117,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.checkJobSet(js)
 
+	// Before the cache is read: a claim created by this process that arrives after the read is
+	// then still pending.
+	made := r.made.PendingNow()
 	jobs := &batchv1.JobList{}
 	if err := r.Client.List(ctx, jobs, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
@@ -150,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if written.Has(name) {
 			return false
 		}
-		if r.made.Pending(types.NamespacedName{Namespace: js.Namespace, Name: name}) {
+		if made.Has(types.NamespacedName{Namespace: js.Namespace, Name: name}) {
 			waiting = true
 			return false
 		}
