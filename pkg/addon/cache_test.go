@@ -18,7 +18,7 @@ func TestJobsOfJobSets(t *testing.T) {
 		return &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "j", Labels: map[string]string{contract.JobSetNameLabelKey: "js"},
-				Annotations:   map[string]string{"keep": "yes"},
+				Annotations:   map[string]string{"keep": "yes", "jobset.sigs.k8s.io/job-key": "0123", contract.TemplatesAnnotationKey: "[]"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "jobset"}},
 			},
 			Spec: batchv1.JobSpec{
@@ -53,6 +53,9 @@ func TestJobsOfJobSets(t *testing.T) {
 	s := stripped.(*batchv1.Job)
 	if len(s.Spec.Template.Spec.Containers) != 0 || s.ManagedFields != nil {
 		t.Errorf("a Job whose template is not read kept its template or managed fields: %+v", s)
+	}
+	if k := kept.(*batchv1.Job); len(k.Annotations) != 1 || k.Annotations[contract.TemplatesAnnotationKey] != "[]" {
+		t.Errorf("annotations %v: want the add-ons' own only", k.Annotations)
 	}
 	if *s.Spec.Parallelism != 2 || *s.Spec.Completions != 2 || s.Status.Succeeded != 1 || s.Labels[contract.JobSetNameLabelKey] != "js" {
 		t.Errorf("the transform lost what the add-ons read: %+v", s)
