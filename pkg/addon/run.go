@@ -105,6 +105,11 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	klog.SetLogger(log)
 	log = log.WithName(opts.Name)
 	log.Info("Starting", "version", version.String())
+	if limit, err := setMemoryLimit(cgroupMemoryMax); err != nil {
+		log.Error(err, "No Go memory limit set from the container's")
+	} else if limit > 0 {
+		log.Info("Go memory limit set from the container's", "bytes", limit, "share", memoryLimitShare)
+	}
 
 	if restCfg == nil {
 		if restCfg, err = loadRESTConfig(*kubeconfig); err != nil {
