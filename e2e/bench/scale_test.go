@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -926,19 +924,7 @@ func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 		b.Fatal(err)
 	}
 	bareNS := namespace(ctx, b, c, "scale-bare")
-	bareClient := func(addon string, qps float32, burst int) kubernetes.Interface {
-		rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(tb.WorkDir, "addons", addon, "kubeconfig"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		rc.QPS, rc.Burst = qps, burst
-		bc, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return bc
-	}
-	pvcClient, claimClient := bareClient("volumeclaims", vcQPS, vcBurst), bareClient("resourceclaims", rcQPS, rcBurst)
+	pvcClient, claimClient := bareClient(b, tb, "volumeclaims", vcQPS, vcBurst), bareClient(b, tb, "resourceclaims", rcQPS, rcBurst)
 	bpv, bcl := watchBoth(bareNS)
 	time.Sleep(5 * time.Second) // the JobSet controller's Jobs and the add-ons' Events settle
 	bareStart := time.Now()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -205,9 +206,13 @@ func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
 	printTable(addon, rows)
 }
 
-// bareClient is a clientset with the add-on's QPS and burst: the baseline of a bare loop.
-func bareClient(b *testing.B, tb testbed.Config, qps float32, burst int) kubernetes.Interface {
+// bareClient is a clientset with the add-on's QPS and burst: the baseline of a bare loop. It is
+// the testbed's admin, or, with as, the ServiceAccount of the add-on as.
+func bareClient(b *testing.B, tb testbed.Config, as string, qps float32, burst int) kubernetes.Interface {
 	rc, err := tb.RESTConfig()
+	if as != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", filepath.Join(tb.WorkDir, "addons", as, "kubeconfig"))
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,7 +231,7 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 	total := jobSets * replicas * completions
 
 	bareNS := namespace(ctx, b, c, "bench-bare")
-	bare := bareClient(b, tb, vcQPS, vcBurst)
+	bare := bareClient(b, tb, "", vcQPS, vcBurst)
 	start := time.Now()
 	if err := createParallel(total, 16, func(i int) error {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}}, Spec: pvcSpec()}

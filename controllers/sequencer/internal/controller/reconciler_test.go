@@ -208,19 +208,30 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// TestReconcileStaleCache: a second reconcile that reads the JobSet as it was before the first
-// wrote the released annotation (the cache lags) neither tells the release again nor rewrites.
-func TestReconcileStaleCache(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = jobsetv1alpha2.AddToScheme(scheme)
+// initThenNode is an admitted JobSet of two stages, init then node, one pod each, and node's pod.
+func initThenNode() (*jobsetv1alpha2.JobSet, *corev1.Pod) {
 	js := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 1).Obj()
 	stages, _ := sequence.Stages(js)
 	sequence.Inject(js, stages)
+	return js, tu.Pod(js, "node", 0, 0)
+}
+
+// initThenNodeClient is a fake client holding js, its init Job Complete, and node's pod.
+func initThenNodeClient(js *jobsetv1alpha2.JobSet, pod *corev1.Pod) *fake.ClientBuilder {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	return fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), pod).
+		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet)
+}
+
+// TestReconcileStaleCache: a second reconcile that reads the JobSet as it was before the first
+// wrote the released annotation (the cache lags) neither tells the release again nor rewrites.
+func TestReconcileStaleCache(t *testing.T) {
+	js, pod := initThenNode()
 	stale := js.DeepCopy()
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), tu.Pod(js, "node", 0, 0)).
-		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
+	c := initThenNodeClient(js, pod).Build()
 	patches := 0
 	staleReader := interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -256,16 +267,8 @@ func TestReconcileStaleCache(t *testing.T) {
 // TestSlowPatchNotRepeated: a pod's release that the apiserver answers after longer than
 // recentlyPatched is not patched again by a reconcile whose cache still shows the gate.
 func TestSlowPatchNotRepeated(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = jobsetv1alpha2.AddToScheme(scheme)
-	js := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 1).Obj()
-	stages, _ := sequence.Stages(js)
-	sequence.Inject(js, stages)
-	pod := tu.Pod(js, "node", 0, 0)
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), pod).
-		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
+	js, pod := initThenNode()
+	c := initThenNodeClient(js, pod).Build()
 	clk := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
 	podPatches := 0
 	slowAndStale := interceptor.Funcs{
