@@ -21,6 +21,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -611,7 +612,9 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, tb testbed.Co
 	// Delete every JobSet, and wait until nothing of them is left.
 	delStart := time.Now()
 	for _, ns := range []string{ours, plain} {
-		if err := c.DeleteAllOf(ctx, &jobsetv1alpha2.JobSet{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		// A collection delete of 1,000 JobSets outlasted the apiserver's 60 s request timeout:
+		// the apiserver goes on deleting, and the wait below tells what is left.
+		if err := c.DeleteAllOf(ctx, &jobsetv1alpha2.JobSet{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
 			b.Fatal(err)
 		}
 	}
