@@ -46,9 +46,9 @@ func main() {
 		Burst:       400,
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme},
 		// Only JobSets' Jobs and our own PodGroups and Workloads are cached.
+		Uses: gang.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&batchv1.Job{}:                addon.JobsOfJobSets(nil), // their labels and conditions, not their pod templates
-			&jobsetv1alpha2.JobSet{}:      addon.JobSetsUsing(gang.Uses),
 			&volcanov1beta1.PodGroup{}:    addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&coschedv1alpha1.PodGroup{}:   addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),

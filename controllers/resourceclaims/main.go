@@ -36,9 +36,9 @@ func main() {
 		AddToScheme:  []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		FeatureGates: claims.Gates,
 		// Only the claims the add-on made, and only JobSet Jobs, are cached.
+		Uses: controller.HasTemplates,
 		Cache: map[client.Object]cache.ByObject{
 			&resourcev1.ResourceClaim{}: addon.ManagedBy(contract.ResourceClaimsManagedByValue),
-			&jobsetv1alpha2.JobSet{}:    addon.JobSetsUsing(controller.HasTemplates),
 			// Of a Job's pod template, only the pod's own claims, of the Jobs with claim templates:
 			// a claim of a template's name there wins over the template's.
 			&batchv1.Job{}: addon.JobsOfJobSets(func(j *batchv1.Job) corev1.PodTemplateSpec {

@@ -34,9 +34,9 @@ func main() {
 		Burst:       400,
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only JobSets' Jobs, and only the pods the webhook gated, are cached.
+		Uses: sequence.Uses,
 		Cache: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:           addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
-			&jobsetv1alpha2.JobSet{}: addon.JobSetsUsing(sequence.Uses),
+			&batchv1.Job{}: addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
 			// The gated pods, of which the controller reads the metadata and the gates.
 			&corev1.Pod{}: addon.Trimmed(cache.ByObject{Label: labels.SelectorFromSet(labels.Set{contract.SequencerGatedLabelKey: contract.EnabledValue})}, func(obj any) {
 				if p, ok := obj.(*corev1.Pod); ok {

@@ -31,9 +31,9 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only the PVCs the add-on made are cached; a user's PVC of a desired name shows
 		// itself when its creation collides.
+		Uses: policy.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue),
-			&jobsetv1alpha2.JobSet{}:        addon.JobSetsUsing(policy.Uses),
 		},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 )
@@ -46,6 +47,9 @@ type Options struct {
 	// Cache scopes informers per type (label selectors, namespaces), so that memory grows
 	// with the objects the add-on manages, not with the cluster.
 	Cache map[client.Object]cache.ByObject
+	// Uses, if set, tells whether a JobSet uses the add-on: of the JobSets that do not, and of
+	// their Jobs if Jobs are cached (JobsOfJobSets), the cache keeps only their metadata.
+	Uses func(*jobsetv1alpha2.JobSet) bool
 	// MutatingWebhooks and ValidatingWebhooks say which webhook configurations the binary
 	// serves; with either set, Setup runs only once the serving certificate is ready.
 	MutatingWebhooks, ValidatingWebhooks bool
@@ -133,6 +137,11 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	if err != nil {
 		return err
 	}
+	var uses *usesCache
+	if opts.Uses != nil {
+		uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait}
+		byObject = uses.withUses(byObject)
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
@@ -158,6 +167,11 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if uses != nil {
+		if err := uses.from(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
 	}
 
 	certsReady, err := setupCertificates(mgr, opts, cfg)
