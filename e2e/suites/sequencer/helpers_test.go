@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -199,8 +200,7 @@ type succeededPod struct {
 // watch polls the JobSet's pods every 50ms while a test runs, checks each list against the
 // sequence and records what it saw.
 type watch struct {
-	stop chan struct{}
-	done chan struct{}
+	stop func()
 
 	mu         sync.Mutex
 	violations []string
@@ -215,56 +215,40 @@ type watch struct {
 
 func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, s sequence) *watch {
 	t.Helper()
-	w := &watch{stop: make(chan struct{}), done: make(chan struct{}), gated: map[string]bool{},
+	w := &watch{gated: map[string]bool{},
 		firstSeen: map[string]time.Time{}, firstBound: map[string]time.Time{}, podRJ: map[string]string{},
 		succeeded: map[types.UID]succeededPod{}}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err == nil {
-				now := time.Now()
-				w.mu.Lock()
-				bad := s.check(pods.Items, w.succeeded)
-				w.violations = append(w.violations, bad...)
-				for i := range pods.Items {
-					p := &pods.Items[i]
-					uid := string(p.UID)
-					w.podRJ[uid] = p.Labels[contract.ReplicatedJobNameLabelKey]
-					if _, ok := w.firstSeen[uid]; !ok {
-						w.firstSeen[uid] = now
-					}
-					if p.Status.Phase == corev1.PodSucceeded {
-						w.succeeded[p.UID] = succeededPod{replicatedJob: p.Labels[contract.ReplicatedJobNameLabelKey], attempt: attemptOf(p)}
-					}
-					if _, ok := w.firstBound[uid]; !ok && p.Spec.NodeName != "" {
-						w.firstBound[uid] = now
-					}
-					if schedulingGated(p) && hasGate(p.Spec.SchedulingGates) {
-						w.gated[fmt.Sprintf("%s/%d", p.Labels[contract.ReplicatedJobNameLabelKey], attemptOf(p))] = true
-					}
-				}
-				w.mu.Unlock()
+	w.stop = framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		bad := s.check(pods, w.succeeded)
+		w.violations = append(w.violations, bad...)
+		for i := range pods {
+			p := &pods[i]
+			uid := string(p.UID)
+			w.podRJ[uid] = p.Labels[contract.ReplicatedJobNameLabelKey]
+			if _, ok := w.firstSeen[uid]; !ok {
+				w.firstSeen[uid] = now
 			}
-			select {
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+			if p.Status.Phase == corev1.PodSucceeded {
+				w.succeeded[p.UID] = succeededPod{replicatedJob: p.Labels[contract.ReplicatedJobNameLabelKey], attempt: attemptOf(p)}
+			}
+			if _, ok := w.firstBound[uid]; !ok && p.Spec.NodeName != "" {
+				w.firstBound[uid] = now
+			}
+			if schedulingGated(p) && hasGate(p.Spec.SchedulingGates) {
+				w.gated[fmt.Sprintf("%s/%d", p.Labels[contract.ReplicatedJobNameLabelKey], attemptOf(p))] = true
 			}
 		}
-	}()
+	}, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name})
 	return w
 }
 
 // finish stops the watch and fails the test on any violation seen.
 func (w *watch) finish(t *testing.T) {
 	t.Helper()
-	close(w.stop)
-	<-w.done
+	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.violations) > 0 {

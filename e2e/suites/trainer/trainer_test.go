@@ -118,53 +118,37 @@ type podWatch struct {
 	mu         sync.Mutex
 	gated      bool
 	violations []string
-	stop, done chan struct{}
+	stop       func()
 }
 
 func watchPods(ctx context.Context, c client.Client, ns, jobSet string) *podWatch {
-	w := &podWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}); err == nil {
-				succeeded := 0
-				for _, p := range pods.Items {
-					if p.Labels[contract.ReplicatedJobNameLabelKey] != "node" && p.Status.Phase == corev1.PodSucceeded {
-						succeeded++
-					}
-				}
-				w.mu.Lock()
-				for _, p := range pods.Items {
-					if p.Labels[contract.ReplicatedJobNameLabelKey] != "node" {
-						continue
-					}
-					if slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.SequencerSchedulingGateValue }) {
-						w.gated = true
-					}
-					if p.Spec.NodeName != "" && succeeded < 2 {
-						w.violations = append(w.violations, fmt.Sprintf("node pod %s bound to %s with %d of 2 initializer pods Succeeded", p.Name, p.Spec.NodeName, succeeded))
-					}
-				}
-				w.mu.Unlock()
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+	w := &podWatch{}
+	w.stop = framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+		succeeded := 0
+		for _, p := range pods {
+			if p.Labels[contract.ReplicatedJobNameLabelKey] != "node" && p.Status.Phase == corev1.PodSucceeded {
+				succeeded++
 			}
 		}
-	}()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, p := range pods {
+			if p.Labels[contract.ReplicatedJobNameLabelKey] != "node" {
+				continue
+			}
+			if slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.SequencerSchedulingGateValue }) {
+				w.gated = true
+			}
+			if p.Spec.NodeName != "" && succeeded < 2 {
+				w.violations = append(w.violations, fmt.Sprintf("node pod %s bound to %s with %d of 2 initializer pods Succeeded", p.Name, p.Spec.NodeName, succeeded))
+			}
+		}
+	}, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet})
 	return w
 }
 
 func (w *podWatch) finish() (gated bool, violations []string) {
-	close(w.stop)
-	<-w.done
+	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.gated, w.violations
