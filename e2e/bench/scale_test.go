@@ -561,7 +561,7 @@ func mixedLoad(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 	if len(failures) > 0 {
 		b.Fatalf("%d creates failed, the first: %v", len(failures), failures[0])
 	}
-	timeout := 10*time.Minute + time.Duration(n)*time.Second
+	timeout := 10*time.Minute + 2*time.Duration(n)*time.Second
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, false, func(context.Context) (bool, error) {
 		o, _, _ := clock.finished(ours)
 		p, _, _ := clock.finished(plain)
