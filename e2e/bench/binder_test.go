@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // instantClass is the StorageClass of the mixed load's PVCs. No provisioner serves it: the
@@ -124,7 +125,7 @@ func (ib *instantBinder) sync(ctx context.Context, k binderKey) error {
 		if err == nil {
 			ib.deleted.Add(1)
 		}
-		return client404(err)
+		return client.IgnoreNotFound(err)
 	}
 	obj, ok, err := ib.pvcs.GetByKey(k.ns + "/" + k.name)
 	pvc, _ := obj.(*corev1.PersistentVolumeClaim)
@@ -156,13 +157,13 @@ func (ib *instantBinder) sync(ctx context.Context, k binderKey) error {
 	if _, err := pvcs.Patch(ctx, pvc.Name, types.MergePatchType, mergePatch(map[string]any{
 		"metadata": map[string]any{"uid": pvc.UID}, "spec": map[string]any{"volumeName": pvName},
 	}), metav1.PatchOptions{}); err != nil {
-		return client404(err)
+		return client.IgnoreNotFound(err)
 	}
 	if _, err := pvcs.Patch(ctx, pvc.Name, types.MergePatchType, mergePatch(map[string]any{
 		"metadata": map[string]any{"uid": pvc.UID},
 		"status":   map[string]any{"phase": corev1.ClaimBound, "accessModes": pv.Spec.AccessModes, "capacity": pv.Spec.Capacity},
 	}), metav1.PatchOptions{}, "status"); err != nil {
-		return client404(err)
+		return client.IgnoreNotFound(err)
 	}
 	ib.bound.Add(1)
 	return nil
@@ -172,13 +173,6 @@ func (ib *instantBinder) sync(ctx context.Context, k binderKey) error {
 func mergePatch(patch map[string]any) []byte {
 	p, _ := json.Marshal(patch)
 	return p
-}
-
-func client404(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // Stop ends the binder and deletes the volumes it made that are still there; it says what it

@@ -143,8 +143,9 @@ var mixedStages = []struct {
 
 // mixedJobSet is one JobSet of the mixed load. With addons it uses all four: a shared PVC
 // (data, mounted by every pod) and a per-pod PVC (ckpt, on s1), both of instantClass, a
-// claim per Job (dev), the three stages in order (sequencer) and a gang per stage (podgroups). Without, it is the same
-// JobSet with the add-ons' annotations, and the mounts of their volumes, removed.
+// claim per Job (dev), the three stages in order (sequencer) and a gang per stage
+// (podgroups). Without, it is the same JobSet with the add-ons' annotations, and the mounts
+// of their volumes, removed.
 func mixedJobSet(ns, name string, addons bool, gang contract.Scheduler) *jobsetv1alpha2.JobSet {
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if addons {
@@ -1146,13 +1147,13 @@ func restartCatchUp(ctx context.Context, b *testing.B, tb testbed.Config, n int,
 		b.Fatal(err)
 	}
 	madeAt := map[string]time.Time{}
+	object := func(a testbed.AuditRequest) string { return a.Resource + " " + a.Namespace + "/" + a.Name }
 	made := func(a testbed.AuditRequest) bool {
 		return a.Verb == "create" && a.Code == 201 && !a.DryRun && !isEvent(a) && a.Resource != "leases.coordination.k8s.io"
 	}
 	for _, a := range audit {
-		k := a.Resource + " " + a.Namespace + "/" + a.Name
-		if _, ok := madeAt[k]; !ok && made(a) {
-			madeAt[k] = a.At
+		if _, ok := madeAt[object(a)]; !ok && made(a) {
+			madeAt[object(a)] = a.At
 		}
 	}
 	for _, name := range testbed.Addons {
@@ -1165,7 +1166,7 @@ func restartCatchUp(ctx context.Context, b *testing.B, tb testbed.Config, n int,
 			}
 			counts[requestKey(a)]++
 			if made(a) {
-				if madeAt[a.Resource+" "+a.Namespace+"/"+a.Name].Before(a.At) {
+				if madeAt[object(a)].Before(a.At) {
 					again++
 				} else {
 					progress++
