@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // MaxEventNote is the longest note the API server accepts on an events.k8s.io/v1 Event.
@@ -24,21 +23,6 @@ const MaxEventNote = 1024
 // the manager's recorder writes through a client of its own (--event-qps, --event-burst).
 func EventRecorder(mgr ctrl.Manager, name string) events.EventRecorder {
 	return noteLimit{mgr.GetEventRecorder(name)}
-}
-
-// ownEvents is the manager handed to Setup: its recorders write Events through the broadcaster
-// given, whose client has a rate limit of its own. controller-runtime's own recorder shares the
-// manager's limit (--kube-api-qps), so that a burst of Events, one per object made, would take
-// half of the writes from the objects themselves.
-type ownEvents struct {
-	ctrl.Manager
-	broadcaster events.EventBroadcaster
-}
-
-func (m ownEvents) GetEventRecorder(name string) recorder.EventRecorder {
-	rec := m.broadcaster.NewRecorder(m.GetScheme(), name)
-	// client-go's recorder annotates too; its interface type does not say so.
-	return annotated{EventRecorder: rec, AnnotatedEventRecorder: rec.(events.AnnotatedEventRecorder)}
 }
 
 type annotated struct {

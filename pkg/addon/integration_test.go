@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -123,15 +124,21 @@ func TestRunOnAPIServer(t *testing.T) {
 		// manager (servedOnly drops it), or podgroups could not start without both PodGroup CRDs.
 		Cache: map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: ManagedBy("test.jobset-addons.io"), unservedWidget(): {}},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
-			var pvcs corev1.PersistentVolumeClaimList
-			if err := mgr.GetCache().List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
+			// Setup runs before the manager starts: the cache is read by a runnable, once started.
+			if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+				var pvcs corev1.PersistentVolumeClaimList
+				if err := mgr.GetCache().List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
+					return err
+				}
+				var names []string
+				for _, pvc := range pvcs.Items {
+					names = append(names, pvc.Name)
+				}
+				cached <- names
+				return nil
+			})); err != nil {
 				return err
 			}
-			var names []string
-			for _, pvc := range pvcs.Items {
-				names = append(names, pvc.Name)
-			}
-			cached <- names
 			mgr.GetWebhookServer().Register("/ping", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "pong") }))
 			setupGates <- gates.Enabled("PartOne")
 			return nil
@@ -160,21 +167,19 @@ func TestRunOnAPIServer(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run returned before Setup: %v", err)
 	case <-ctx.Done():
-		t.Fatal("Setup never ran: certificates never became ready")
+		t.Fatal("Setup never ran")
 	}
 
 	if got := <-cached; len(got) != 1 || got[0] != "managed" {
 		t.Errorf("PVCs in the scoped cache = %v, want only [managed]", got)
 	}
 
+	// Setup does not wait for the certificate; the rotator writes it meanwhile.
 	var sec corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &sec); err != nil {
-		t.Fatalf("certificate secret: %v", err)
-	}
+	poll(ctx, t, "certificate secret with ca.crt", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &sec) == nil && len(sec.Data["ca.crt"]) > 0
+	})
 	ca := sec.Data["ca.crt"]
-	if len(ca) == 0 {
-		t.Fatal("certificate secret has no ca.crt")
-	}
 	poll(ctx, t, "CA injected into both webhook configurations", func() bool {
 		var m admissionv1.MutatingWebhookConfiguration
 		var v admissionv1.ValidatingWebhookConfiguration

@@ -51,7 +51,7 @@ type Options struct {
 	// their Jobs if Jobs are cached (JobsOfJobSets), the cache keeps only their metadata.
 	Uses func(*jobsetv1alpha2.JobSet) bool
 	// MutatingWebhooks and ValidatingWebhooks say which webhook configurations the binary
-	// serves; with either set, Setup runs only once the serving certificate is ready.
+	// serves; with either set, the webhook server starts once the serving certificate is ready.
 	MutatingWebhooks, ValidatingWebhooks bool
 	// QPS and Burst are the defaults of --kube-api-qps and --kube-api-burst (50 and 100 when
 	// zero): a controller that creates many objects at once raises them.
@@ -59,7 +59,9 @@ type Options struct {
 	Burst int
 	// Flags registers the controller's own flags beside the shared ones; Setup reads them.
 	Flags func(fs *pflag.FlagSet)
-	// Setup registers controllers and webhooks. It runs once certificates are ready.
+	// Setup registers controllers and webhooks. It runs before the manager starts, so that the
+	// informers it makes list together as the manager starts, not one after the other; the
+	// manager it is given adds the webhook server only once the certificate is ready.
 	Setup func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error
 }
 
@@ -83,6 +85,9 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	gates := featuregate.NewFeatureGate()
 	if err := gates.Add(opts.FeatureGates); err != nil {
 		return fmt.Errorf("registering feature gates: %w", err)
+	}
+	if err := withClientGates(gates); err != nil {
+		return fmt.Errorf("registering client-go's feature gates: %w", err)
 	}
 	fs := pflag.NewFlagSet(opts.Name, pflag.ContinueOnError)
 	cfg.bindFlags(fs, opts.Name, gates, opts.QPS, opts.Burst)
@@ -133,7 +138,17 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 	}
 
-	byObject, err := servedOnly(restCfg, scheme, opts.Cache, log)
+	// One HTTP client (one connection) and one mapper from the start: the kinds served are
+	// looked up once, and Setup's lookups find them known.
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(restCfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("discovering the API: %w", err)
+	}
+	byObject, err := servedOnly(mapper, scheme, opts.Cache, log)
 	if err != nil {
 		return err
 	}
@@ -142,8 +157,15 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait}
 		byObject = uses.withUses(byObject)
 	}
+	hookServer := webhook.NewServer(webhook.Options{
+		Host:    cfg.WebhookHost,
+		Port:    cfg.WebhookPort,
+		CertDir: cfg.CertDir,
+		TLSOpts: []func(*tls.Config){webhookTLS},
+	})
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
+		MapperProvider:                func(*rest.Config, *http.Client) (apimeta.RESTMapper, error) { return mapper, nil },
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:        cfg.HealthAddr,
 		PprofBindAddress:              cfg.PprofAddr,
@@ -154,16 +176,14 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		LeaseDuration:                 &cfg.LeaseDuration,
 		RenewDeadline:                 &cfg.RenewDeadline,
 		RetryPeriod:                   &cfg.RetryPeriod,
+		NewCache:                      newPromptCache,
 		Cache: cache.Options{
+			HTTPClient:       httpClient,
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    cfg.WebhookHost,
-			Port:    cfg.WebhookPort,
-			CertDir: cfg.CertDir,
-			TLSOpts: []func(*tls.Config){webhookTLS},
-		}),
+		Client:        client.Options{HTTPClient: httpClient},
+		WebhookServer: hookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -234,12 +254,18 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 		cancel()
 	}()
-	eventBroadcaster, err := startEvents(ctx, restCfg, mgr.GetHTTPClient(), cfg.EventQPS, cfg.EventBurst)
+	eventBroadcaster, err := startEvents(ctx, restCfg, httpClient, cfg.EventQPS, cfg.EventBurst)
 	if err != nil {
 		return err
 	}
 	defer eventBroadcaster.Shutdown()
-	setupErr := make(chan error, 1)
+	// Setup runs on a manager that is not started: controller-runtime holds the manager's lock
+	// while it starts the caches and waits for them, so that what Setup would add once started
+	// (informers, controllers) would wait for the informers made before it, and list after them.
+	if err := opts.Setup(ctx, setupManager{Manager: mgr, broadcaster: eventBroadcaster, webhooks: hookServer}, gates); err != nil {
+		return fmt.Errorf("setting up controllers and webhooks: %w", err)
+	}
+	log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates))
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -247,27 +273,15 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		case <-certsReady:
 		}
 		if opts.webhooks() {
+			// The manager's first GetWebhookServer adds the server, which starts at once.
 			started := mgr.GetWebhookServer().StartedChecker()
 			webhookStarted.Store(&started)
 		}
-		if opts.Setup != nil {
-			if err := opts.Setup(ctx, ownEvents{Manager: mgr, broadcaster: eventBroadcaster}, gates); err != nil {
-				setupErr <- fmt.Errorf("setting up controllers and webhooks: %w", err)
-				cancel()
-				return
-			}
-		}
-		log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates))
 	}()
 
 	log.Info("Starting manager", "leaderElection", cfg.LeaderElect, "leaseID", cfg.LeaderElectionID)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
-	}
-	select {
-	case err := <-setupErr:
-		return err
-	default:
 	}
 	log.Info("Stopped")
 	return nil
@@ -334,18 +348,7 @@ func enabledGates(gates featuregate.FeatureGate, known map[featuregate.Feature]f
 // servedOnly is cache, without the kinds the API server does not serve (an optional CRD, such
 // as one gang scheduler's PodGroup): the manager cannot be created with a cache option for a
 // kind it cannot map. The controller finds out itself which kinds it may watch.
-func servedOnly(cfg *rest.Config, scheme *runtime.Scheme, byObject map[client.Object]cache.ByObject, log logr.Logger) (map[client.Object]cache.ByObject, error) {
-	if len(byObject) == 0 {
-		return byObject, nil
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("discovering the API: %w", err)
-	}
+func servedOnly(mapper apimeta.RESTMapper, scheme *runtime.Scheme, byObject map[client.Object]cache.ByObject, log logr.Logger) (map[client.Object]cache.ByObject, error) {
 	out := make(map[client.Object]cache.ByObject, len(byObject))
 	for obj, opts := range byObject {
 		gvk, err := apiutil.GVKForObject(obj, scheme)

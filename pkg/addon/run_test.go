@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	clientfeatures "k8s.io/client-go/features"
+
 	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 )
 
@@ -45,5 +47,19 @@ func TestRunVersion(t *testing.T) {
 	}
 	if got, want := out.String(), "test "+version.String()+"\n"; got != want {
 		t.Errorf("--version printed %q, want %q", got, want)
+	}
+}
+
+// client-go's gates are switched by --feature-gates, WatchListClient off unless turned on.
+func TestClientGates(t *testing.T) {
+	defer func(w io.Writer) { stdout = w }(stdout)
+	stdout = io.Discard
+	for args, want := range map[string]bool{"": false, "--feature-gates=WatchListClient=true": true, "--feature-gates=WatchListClient=false": false} {
+		if err := Run(context.Background(), Options{Name: "test"}, append(strings.Fields(args), "--version"), nil); err != nil {
+			t.Fatalf("Run(%s --version) = %v", args, err)
+		}
+		if got := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient); got != want {
+			t.Errorf("with %q, client-go's WatchListClient = %v, want %v", args, got, want)
+		}
 	}
 }
