@@ -55,3 +55,12 @@ func withClientGates(gates featuregate.MutableFeatureGate) error {
 	clientfeatures.ReplaceFeatureGates(g)
 	return nil
 }
+
+// changedClientGates are client-go's gates whose default the add-ons change, as they are now.
+func changedClientGates() map[string]bool {
+	out := make(map[string]bool, len(clientDefaults))
+	for f := range clientDefaults {
+		out[string(f)] = clientfeatures.FeatureGates().Enabled(f)
+	}
+	return out
+}

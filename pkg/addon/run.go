@@ -262,10 +262,12 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	// Setup runs on a manager that is not started: controller-runtime holds the manager's lock
 	// while it starts the caches and waits for them, so that what Setup would add once started
 	// (informers, controllers) would wait for the informers made before it, and list after them.
-	if err := opts.Setup(ctx, setupManager{Manager: mgr, broadcaster: eventBroadcaster, webhooks: hookServer}, gates); err != nil {
-		return fmt.Errorf("setting up controllers and webhooks: %w", err)
+	if opts.Setup != nil {
+		if err := opts.Setup(ctx, setupManager{Manager: mgr, broadcaster: eventBroadcaster, webhooks: hookServer}, gates); err != nil {
+			return fmt.Errorf("setting up controllers and webhooks: %w", err)
+		}
 	}
-	log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates))
+	log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates), "clientGates", changedClientGates())
 	go func() {
 		select {
 		case <-ctx.Done():
