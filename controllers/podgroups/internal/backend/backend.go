@@ -97,7 +97,7 @@ type Names struct {
 
 // All are the backends, in a fixed order.
 func All(n Names) []Backend {
-	return []Backend{Coscheduling{Name: n.Coscheduling}, Volcano{Name: n.Volcano}, Kubernetes{}}
+	return []Backend{newCoscheduling(n.Coscheduling), newVolcano(n.Volcano), Kubernetes{}}
 }
 
 // ByScheduler are the backends by their Scheduler.

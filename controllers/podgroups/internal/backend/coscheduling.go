@@ -3,8 +3,6 @@ package backend
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,35 +16,11 @@ import (
 // Coscheduling gangs pods through a scheduler-plugins coscheduling PodGroup
 // (scheduling.x-k8s.io/v1alpha1), which pods name in their pod-group label: minMember,
 // minResources and the Permit timeout.
-type Coscheduling struct {
-	// Name is the schedulerName of the scheduler-plugins scheduler.
-	Name string
-}
+type Coscheduling struct{ secondScheduler }
 
-var _ Backend = Coscheduling{}
-
-func (Coscheduling) Scheduler() contract.Scheduler { return contract.SchedulerCoscheduling }
-
-func (Coscheduling) Kind() schema.GroupVersionKind {
-	return coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup")
-}
-
-func (Coscheduling) NotServed() string { return crdNotServed }
-
-func (c Coscheduling) SchedulerName() string { return c.Name }
-
-func (Coscheduling) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, _ gang.Settings) {
-	pt := &rj.Template.Spec.Template
-	pt.Labels = with(pt.Labels, contract.CoschedulingPodGroupLabelKey, g.Name)
-}
-
-func (Coscheduling) GangOf(pt *corev1.PodTemplateSpec) (string, bool) {
-	name, ok := pt.Labels[contract.CoschedulingPodGroupLabelKey]
-	return name, ok
-}
-
-func (Coscheduling) GangPath(template *field.Path) *field.Path {
-	return template.Child("metadata", "labels").Key(contract.CoschedulingPodGroupLabelKey)
+func newCoscheduling(schedulerName string) Coscheduling {
+	return Coscheduling{secondScheduler{scheduler: contract.SchedulerCoscheduling, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: schedulerName,
+		gangKey: contract.CoschedulingPodGroupLabelKey, inLabels: true}}
 }
 
 // Validate refuses gang names that are no label values (the last is the longest).
@@ -80,8 +54,4 @@ func (Coscheduling) Adopt(have, want client.Object) {
 	have.(*coschedv1alpha1.PodGroup).Spec = want.(*coschedv1alpha1.PodGroup).Spec
 }
 
-func (Coscheduling) NeedsReplace(_, _ client.Object) bool { return false }
-
 func (Coscheduling) Dropped(gang.Settings, gang.Gang, client.Object) Dropped { return Dropped{} }
-
-func (Coscheduling) Demand(g gang.Gang) string { return membersDemand(g) }

@@ -100,11 +100,6 @@ func hash(spec any, labels map[string]string) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// membersDemand is the demand of a PodGroup of minMember and minResources.
-func membersDemand(g gang.Gang) string {
-	return fmt.Sprintf("minMember %d, minResources %s", g.MinMember, describe(g.MinResources))
-}
-
 // describe writes a ResourceList as cpu=4,memory=8Gi, sorted by name.
 func describe(l corev1.ResourceList) string {
 	if len(l) == 0 {

@@ -3,8 +3,6 @@ package backend
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,42 +16,19 @@ import (
 // Volcano gangs pods through a Volcano PodGroup (scheduling.volcano.sh/v1beta1), which pods name
 // in their group-name annotation: minMember, minResources, queue, priority class and network
 // topology.
-type Volcano struct {
-	// Name is the schedulerName of Volcano's scheduler.
-	Name string
+type Volcano struct{ secondScheduler }
+
+func newVolcano(schedulerName string) Volcano {
+	return Volcano{secondScheduler{scheduler: contract.SchedulerVolcano, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: schedulerName,
+		gangKey: contract.VolcanoGroupNameAnnotationKey}}
 }
-
-var _ Backend = Volcano{}
-
-func (Volcano) Scheduler() contract.Scheduler { return contract.SchedulerVolcano }
-
-func (Volcano) Kind() schema.GroupVersionKind {
-	return volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup")
-}
-
-func (Volcano) NotServed() string { return crdNotServed }
-
-// crdNotServed is NotServed of a scheduler whose PodGroup is a CRD.
-const crdNotServed = "this cluster's podgroups controller found no PodGroup CRD for this scheduler when it started: install the scheduler's CRDs and restart the controller, or pick another scheduler"
-
-func (v Volcano) SchedulerName() string { return v.Name }
 
 // Inject sets the group-name annotation and, when the settings name one, the queue.
-func (Volcano) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, s gang.Settings) {
-	pt := &rj.Template.Spec.Template
-	pt.Annotations = with(pt.Annotations, contract.VolcanoGroupNameAnnotationKey, g.Name)
-	if s.Queue != "" {
+func (v Volcano) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, s gang.Settings) {
+	v.secondScheduler.Inject(rj, g, s)
+	if pt := &rj.Template.Spec.Template; s.Queue != "" {
 		pt.Annotations = with(pt.Annotations, contract.VolcanoQueueNameAnnotationKey, s.Queue)
 	}
-}
-
-func (Volcano) GangOf(pt *corev1.PodTemplateSpec) (string, bool) {
-	name, ok := pt.Annotations[contract.VolcanoGroupNameAnnotationKey]
-	return name, ok
-}
-
-func (Volcano) GangPath(template *field.Path) *field.Path {
-	return template.Child("metadata", "annotations").Key(contract.VolcanoGroupNameAnnotationKey)
 }
 
 func (Volcano) Validate(*jobsetv1alpha2.JobSet, gang.Settings, []gang.Gang) field.ErrorList {
@@ -88,8 +63,6 @@ func (Volcano) Adopt(have, want client.Object) {
 	have.(*volcanov1beta1.PodGroup).Spec = want.(*volcanov1beta1.PodGroup).Spec
 }
 
-func (Volcano) NeedsReplace(_, _ client.Object) bool { return false }
-
 // Dropped: a Volcano CRD from before network topology support prunes spec.networkTopology.
 func (Volcano) Dropped(s gang.Settings, _ gang.Gang, got client.Object) Dropped {
 	if s.NetworkTopology == nil || got.(*volcanov1beta1.PodGroup).Spec.NetworkTopology != nil {
@@ -97,5 +70,3 @@ func (Volcano) Dropped(s gang.Settings, _ gang.Gang, got client.Object) Dropped 
 	}
 	return Dropped{Topology: fmt.Sprintf("The Volcano PodGroup CRD installed has no spec.networkTopology and dropped it from PodGroup %s: upgrade Volcano's CRDs for network-topology-aware scheduling", got.GetName())}
 }
-
-func (Volcano) Demand(g gang.Gang) string { return membersDemand(g) }
