@@ -215,6 +215,12 @@ func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobS
 
 // String is for logs.
 func (w *JobSetWebhook) String() string {
-	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)",
-		w.backend(contract.SchedulerVolcano).SchedulerName(), w.backend(contract.SchedulerCoscheduling).SchedulerName())
+	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)", w.schedulerName(contract.SchedulerVolcano), w.schedulerName(contract.SchedulerCoscheduling))
+}
+
+func (w *JobSetWebhook) schedulerName(s contract.Scheduler) string {
+	if b := w.backend(s); b != nil {
+		return b.SchedulerName()
+	}
+	return ""
 }
