@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,7 +59,7 @@ func podGroup(t *testing.T, js *jobsetv1alpha2.JobSet, stage int, minMember int3
 }
 
 // fakeCluster is a fake client holding objs, with the field indexes the reconciler lists by.
-func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend, objs ...client.Object) client.Client {
+func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend, composites bool, objs ...client.Object) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme} {
@@ -67,17 +68,18 @@ func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend,
 		}
 	}
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&jobsetv1alpha2.JobSet{})
-	for _, o := range indexed(installed, false) {
+	for _, o := range indexed(installed, composites) {
 		b = b.WithIndex(o, JobSetNameIndex, jobsets.IndexByName)
 	}
 	return b.Build()
 }
 
-// state is what a test reads back: the PodGroups' minMember (or gang minCount) by name, and
-// the Workloads.
+// state is what a test reads back: the PodGroups' minMember (or gang minCount) by name, the
+// Workloads and the CompositePodGroups.
 type state struct {
-	PodGroups map[string]int32
-	Workloads []string
+	PodGroups  map[string]int32
+	Workloads  []string
+	Composites []string
 }
 
 func read(t *testing.T, c client.Client) state {
@@ -87,7 +89,8 @@ func read(t *testing.T, c client.Client) state {
 	var volcano volcanov1beta1.PodGroupList
 	var native schedulingv1beta1.PodGroupList
 	var workloads schedulingv1beta1.WorkloadList
-	for _, l := range []client.ObjectList{&volcano, &native, &workloads} {
+	var composites schedulingv1alpha3.CompositePodGroupList
+	for _, l := range []client.ObjectList{&volcano, &native, &workloads, &composites} {
 		if err := c.List(ctx, l); err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +103,9 @@ func read(t *testing.T, c client.Client) state {
 	}
 	for _, wl := range workloads.Items {
 		st.Workloads = append(st.Workloads, wl.Name)
+	}
+	for _, cpg := range composites.Items {
+		st.Composites = append(st.Composites, cpg.Name)
 	}
 	return st
 }
@@ -115,6 +121,7 @@ func TestReconcile(t *testing.T) {
 		js         func(t *testing.T) *jobsetv1alpha2.JobSet
 		objs       func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object
 		installed  []contract.Scheduler // all when empty
+		composites bool                 // CompositePodGroup served
 		want       state
 		wantEvents []string
 	}{
@@ -178,6 +185,29 @@ func TestReconcile(t *testing.T) {
 				"Normal WorkloadDeleted Deleted Workload js: the JobSet finished",
 			},
 		},
+		"kubernetes, composite: the Workload, the CompositePodGroup, a PodGroup per Job": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+			},
+			composites: true,
+			want:       state{PodGroups: map[string]int32{"js-init-0": 1, "js-init-1": 1, "js-main-0": 1, "js-main-1": 1}, Workloads: []string{"js"}, Composites: []string{"js"}},
+			wantEvents: []string{
+				"Normal WorkloadCreated Created Workload js: 1 PodGroup templates, one per gang",
+				"Normal CompositePodGroupCreated Created CompositePodGroup js: all of its 4 Jobs or none, each Job a PodGroup of its own",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-init-0: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-init-1: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-main-0: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-main-1: gang minCount 1",
+			},
+		},
+		"kubernetes, composite, CompositePodGroup not served: nothing made, told once": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+			},
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning SchedulerNotInstalled No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) " +
+				"was not served when the podgroups controller started; turn it on and restart the controller"},
+		},
 		"not admitted: nothing made, told once": {
 			js:   func(*testing.T) *jobsetv1alpha2.JobSet { return twoStages(volcano, false) },
 			want: state{PodGroups: map[string]int32{}},
@@ -214,10 +244,10 @@ func TestReconcile(t *testing.T) {
 			if tc.objs != nil {
 				objs = append(objs, tc.objs(t, js)...)
 			}
-			c := fakeCluster(t, installed, objs...)
+			c := fakeCluster(t, installed, tc.composites, objs...)
 			rec := events.NewFakeRecorder(100)
 			clock := clocktesting.NewFakeClock(start)
-			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: installed, DefaultQueue: "default",
+			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: installed, DefaultQueue: "default", Composites: tc.composites,
 				deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
 			for range 2 {
 				if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}); err != nil {
