@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -97,7 +99,13 @@ type Names struct {
 
 // All are the backends, in a fixed order.
 func All(n Names) []Backend {
-	return []Backend{newCoscheduling(n.Coscheduling), newVolcano(n.Volcano), Kubernetes{}}
+	return []Backend{
+		Coscheduling{secondScheduler{scheduler: contract.SchedulerCoscheduling, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling,
+			gangKey: contract.CoschedulingPodGroupLabelKey, inLabels: true}},
+		Volcano{secondScheduler{scheduler: contract.SchedulerVolcano, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Volcano,
+			gangKey: contract.VolcanoGroupNameAnnotationKey}},
+		Kubernetes{},
+	}
 }
 
 // ByScheduler are the backends by their Scheduler.

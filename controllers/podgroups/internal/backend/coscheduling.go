@@ -18,11 +18,6 @@ import (
 // minResources and the Permit timeout.
 type Coscheduling struct{ secondScheduler }
 
-func newCoscheduling(schedulerName string) Coscheduling {
-	return Coscheduling{secondScheduler{scheduler: contract.SchedulerCoscheduling, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: schedulerName,
-		gangKey: contract.CoschedulingPodGroupLabelKey, inLabels: true}}
-}
-
 // Validate refuses gang names that are no label values (the last is the longest).
 func (Coscheduling) Validate(js *jobsetv1alpha2.JobSet, _ gang.Settings, gangs []gang.Gang) field.ErrorList {
 	if len(gangs) == 0 {

@@ -18,11 +18,6 @@ import (
 // topology.
 type Volcano struct{ secondScheduler }
 
-func newVolcano(schedulerName string) Volcano {
-	return Volcano{secondScheduler{scheduler: contract.SchedulerVolcano, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: schedulerName,
-		gangKey: contract.VolcanoGroupNameAnnotationKey}}
-}
-
 // Inject sets the group-name annotation and, when the settings name one, the queue.
 func (v Volcano) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, s gang.Settings) {
 	v.secondScheduler.Inject(rj, g, s)
