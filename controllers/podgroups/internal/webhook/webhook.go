@@ -4,7 +4,8 @@
 // sets a second scheduler's schedulerName where it is empty, and a validating
 // webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
 // keeps the podgroups annotations immutable, and the mutating one puts back a
-// spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read and inject comes from package gang.
+// spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read
+// comes from package gang, what they inject and refuse per scheduler from package backend.
 package webhook
 
 import (
@@ -165,7 +166,9 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 	}
 	errs = append(errs, backend.SchedulerNameErrors(b, js)...)
 	if errs = append(errs, read.Gangs...); len(read.Gangs) == 0 {
-		errs = append(errs, b.Validate(js, s, gangs)...)
+		if invalid := b.Validate(js, s, gangs); len(invalid) > 0 {
+			errs, gangs = append(errs, invalid...), nil // no gangs to look further into
+		}
 	}
 	if installed {
 		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
