@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,6 +26,7 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/controller"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/webhook"
@@ -35,7 +37,7 @@ import (
 func main() {
 	var (
 		concurrency  int
-		names        gang.SchedulerNames
+		names        backend.Names
 		defaultQueue string
 	)
 	addon.Main(addon.Options{
@@ -68,7 +70,8 @@ func main() {
 			fs.StringVar(&defaultQueue, "volcano-default-queue", "default", "Volcano queue of a JobSet that names none (Volcano's own default queue)")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			installed, err := installedBackends(mgr)
+			all := backend.All(names)
+			installed, err := installedBackends(mgr, all)
 			if err != nil {
 				return err
 			}
@@ -89,7 +92,7 @@ func main() {
 				DefaultQueue: defaultQueue,
 			}
 			w := &webhook.JobSetWebhook{
-				Names:      names,
+				Backends:   all,
 				Installed:  func(s contract.Scheduler) bool { return installed[s] != nil },
 				Classes:    r,
 				Claims:     &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
@@ -107,12 +110,13 @@ func main() {
 // API of scheduling.k8s.io/v1beta1) the apiserver serves now. A backend that is not installed
 // is not watched (a watch on a kind that is not served fails the controller's start); JobSets
 // asking for it are refused at admission.
-func installedBackends(mgr ctrl.Manager) (map[contract.Scheduler]*controller.Backend, error) {
-	installed := map[contract.Scheduler]*controller.Backend{}
+func installedBackends(mgr ctrl.Manager, all []backend.Backend) (map[contract.Scheduler]backend.Backend, error) {
+	installed := map[contract.Scheduler]backend.Backend{}
 	var missing []string
 backends:
-	for s, b := range controller.Backends {
-		for _, gvk := range b.Kinds() {
+	for _, b := range all {
+		s := b.Scheduler()
+		for _, gvk := range backend.Kinds(b) {
 			_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 			switch {
 			case err == nil:
@@ -137,13 +141,14 @@ backends:
 }
 
 // compositesServed tells whether the apiserver serves CompositePodGroup (scheduling.k8s.io/v1alpha3,
-// feature gate CompositePodGroup), which a composite gang of the kubernetes backend needs. Not
-// served: it is not watched, and JobSets asking for a composite gang are refused.
-func compositesServed(mgr ctrl.Manager, installed map[contract.Scheduler]*controller.Backend) (bool, error) {
-	if installed[contract.SchedulerKubernetes] == nil {
+// feature gate CompositePodGroup), which a composite gang (backend.Composites) needs. Not served,
+// or no installed backend makes composite gangs: it is not watched, and JobSets asking for a
+// composite gang are refused.
+func compositesServed(mgr ctrl.Manager, installed map[contract.Scheduler]backend.Backend) (bool, error) {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(installed)), func(b backend.Backend) bool { _, ok := b.(backend.Composites); return ok }) {
 		return false, nil
 	}
-	gvk := controller.CompositeKind
+	gvk := backend.CompositeKind
 	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case err == nil:

@@ -114,7 +114,7 @@ func TestWanted(t *testing.T) {
 				b = b.WithObjects(tc.jobs(js)...)
 			}
 			r := &Reconciler{Client: b.Build()}
-			gangs, errs := gang.Gangs(js, contract.SchedulerVolcano)
+			gangs, errs := gang.Gangs(js, gang.Settings{Scheduler: contract.SchedulerVolcano})
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}

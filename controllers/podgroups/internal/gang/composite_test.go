@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,8 +12,8 @@ import (
 
 // TestComposite: the annotation parses for kubernetes only; a composite gang lists its Jobs,
 // each with its pods and (resourceclaims templates) its claims, and its children are one gang
-// per Job under it; sequencing and bad values are refused with their paths; Inject marks the
-// Job templates for the Job webhook.
+// per Job under it; bad values are refused with their paths (sequencing: backend's
+// TestCompositeValidate).
 func TestComposite(t *testing.T) {
 	const compositePath = "metadata.annotations[podgroups.jobset-addons.io/composite]"
 	native := func(kvs ...string) map[string]string {
@@ -28,7 +27,7 @@ func TestComposite(t *testing.T) {
 	if len(errs) > 0 || !s.Composite {
 		t.Fatalf("Parse = %+v, %v; want composite", s, errs)
 	}
-	gangs, errs := Gangs(js, contract.SchedulerKubernetes)
+	gangs, errs := Gangs(js, s)
 	if len(errs) > 0 || len(gangs) != 1 {
 		t.Fatalf("Gangs = %+v, %v", gangs, errs)
 	}
@@ -48,39 +47,20 @@ func TestComposite(t *testing.T) {
 		children[1].MinMember != 3 || children[1].ClaimsJob("train") != "train-a-1" {
 		t.Errorf("children %+v", children)
 	}
-	Inject(js, s, gangs, SchedulerNames{})
-	for i := range js.Spec.ReplicatedJobs {
-		if got := js.Spec.ReplicatedJobs[i].Template.Annotations[contract.PerJobPodGroupAnnotationKey]; got != "true" {
-			t.Errorf("ReplicatedJob %d: per-job annotation %q", i, got)
-		}
-	}
-	if !Admitted(js, s, gangs) {
-		t.Error("not admitted after Inject")
-	}
-
 	for name, tc := range map[string]struct {
 		annotations map[string]string
 		parse       []string
-		gangs       []string
 	}{
 		"for volcano": {annotations: kv(contract.SchedulerAnnotationKey, "volcano", contract.CompositeAnnotationKey, "true"),
 			parse: []string{fe(field.ErrorTypeForbidden, compositePath)}},
 		"not a boolean": {annotations: kv(contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "yes"),
 			parse: []string{fe(field.ErrorTypeNotSupported, compositePath)}},
-		"sequenced": {annotations: native(inOrder, "InOrder"), gangs: []string{fe(field.ErrorTypeForbidden, compositePath)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			js := jobSet("train", tc.annotations, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
 			_, perrs := Parse(js)
 			if diff := cmp.Diff(tc.parse, errsOf(perrs)); diff != "" {
 				t.Errorf("Parse errors (-want +got):\n%s", diff)
-			}
-			_, gerrs := Gangs(js, contract.SchedulerKubernetes)
-			if diff := cmp.Diff(tc.gangs, errsOf(gerrs)); diff != "" {
-				t.Errorf("Gangs errors (-want +got):\n%s", diff)
-			}
-			if len(gerrs) > 0 && !strings.Contains(gerrs.ToAggregate().Error(), "sequenced") {
-				t.Errorf("errors %v do not say why", gerrs)
 			}
 		})
 	}

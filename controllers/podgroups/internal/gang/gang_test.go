@@ -18,9 +18,6 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// Distinct names, so that a backend swapped for the other shows.
-var names = SchedulerNames{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"}
-
 const (
 	schedulerPath = "metadata.annotations[podgroups.jobset-addons.io/scheduler]"
 	queuePath     = "metadata.annotations[scheduling.volcano.sh/queue-name]"
@@ -244,19 +241,16 @@ func TestGangs(t *testing.T) {
 				{Name: "train-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 2, MinResources: res("500m", "1Gi"), PriorityClass: []string{"low"}},
 			},
 		},
-		"no ReplicatedJobs":                                  {js: jobSet("train", volcano)},
-		"stages that cannot be computed":                     {js: jobSet("train", kv(inOrder, "Sequential"), rj("a", 1, nil, nil, "1", "1Gi")), wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")}},
-		"coscheduling: stage name longer than a label value": {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, wantErrs: []string{fe(field.ErrorTypeInvalid, "metadata.name")}},
-		"coscheduling: stage 10's name is the longest":       {js: jobSet(long[1:], sequenced, eleven...), scheduler: contract.SchedulerCoscheduling, wantErrs: []string{fe(field.ErrorTypeInvalid, "metadata.name")}},
-		"coscheduling: stage name of 63 characters":          {js: jobSet(long[1:], sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
-		"volcano: the long name is fine (an annotation)":     {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), want: twoStages(long)},
-		"kubernetes: 8 stages, a Workload's most templates":  {js: jobSet("train", sequenced, eleven[:8]...), scheduler: contract.SchedulerKubernetes, want: stages(8)},
-		"kubernetes: 9 stages refused":                       {js: jobSet("train", sequenced, eleven[:9]...), scheduler: contract.SchedulerKubernetes, wantErrs: []string{fe(field.ErrorTypeInvalid, "spec.replicatedJobs")}},
-		"volcano: 11 stages":                                 {js: jobSet("train", sequenced, eleven...), want: stages(11)},
+		"no ReplicatedJobs":                                 {js: jobSet("train", volcano)},
+		"stages that cannot be computed":                    {js: jobSet("train", kv(inOrder, "Sequential"), rj("a", 1, nil, nil, "1", "1Gi")), wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")}},
+		"coscheduling: stage name of 63 characters":         {js: jobSet(long[1:], sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
+		"volcano: the long name is fine (an annotation)":    {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), want: twoStages(long)},
+		"kubernetes: 8 stages, a Workload's most templates": {js: jobSet("train", sequenced, eleven[:8]...), scheduler: contract.SchedulerKubernetes, want: stages(8)},
+		"volcano: 11 stages":                                {js: jobSet("train", sequenced, eleven...), want: stages(11)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			gangs, errs := Gangs(tc.js, stdcmp.Or(tc.scheduler, contract.SchedulerVolcano))
+			gangs, errs := Gangs(tc.js, Settings{Scheduler: stdcmp.Or(tc.scheduler, contract.SchedulerVolcano)})
 			if diff := cmp.Diff(tc.wantErrs, errsOf(errs)); diff != "" {
 				t.Fatalf("errors (-want +got):\n%s\n%v", diff, errs)
 			}
@@ -264,115 +258,6 @@ func TestGangs(t *testing.T) {
 				t.Errorf("gangs (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// tmpl is what Inject writes on a pod template.
-type tmpl struct {
-	Annotations, Labels map[string]string
-	SchedulerName       string
-	// PodGroupName is spec.schedulingGroup.podGroupName ("" when unset).
-	PodGroupName string
-}
-
-func templates(js *jobsetv1alpha2.JobSet) []tmpl {
-	var out []tmpl
-	for _, r := range js.Spec.ReplicatedJobs {
-		pt := r.Template.Spec.Template
-		t := tmpl{pt.Annotations, pt.Labels, pt.Spec.SchedulerName, ""}
-		if sg := pt.Spec.SchedulingGroup; sg != nil {
-			t.PodGroupName = ptr.Deref(sg.PodGroupName, "<nil>")
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-func TestInjectAndAdmitted(t *testing.T) {
-	const group, queue, podGroup = contract.VolcanoGroupNameAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.CoschedulingPodGroupLabelKey
-	seq := map[string]string{inOrder: "InOrder"}
-	cases := map[string]struct {
-		annotations map[string]string
-		settings    Settings
-		want        []tmpl
-	}{
-		"volcano with a queue": {nil, Settings{Scheduler: contract.SchedulerVolcano, Queue: "research"}, []tmpl{
-			{kv("keep", "me", group, "train", queue, "research"), nil, "volcano-sched", ""},
-			{kv(group, "train", queue, "research"), nil, "my-own", ""},
-		}},
-		"volcano, sequenced, no queue": {seq, Settings{Scheduler: contract.SchedulerVolcano}, []tmpl{
-			{kv("keep", "me", group, "train-stage-0"), nil, "volcano-sched", ""},
-			{kv(group, "train-stage-1"), nil, "my-own", ""},
-		}},
-		"coscheduling, sequenced": {seq, Settings{Scheduler: contract.SchedulerCoscheduling}, []tmpl{
-			{kv("keep", "me"), kv(podGroup, "train-stage-0"), "scheduler-plugins-scheduler", ""},
-			{nil, kv(podGroup, "train-stage-1"), "my-own", ""},
-		}},
-		"kubernetes: the pod field, schedulerName left as it is": {nil, Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
-			{kv("keep", "me"), nil, "", "train"},
-			{nil, nil, "my-own", "train"},
-		}},
-		"kubernetes, sequenced": {seq, Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
-			{kv("keep", "me"), nil, "", "train-stage-0"},
-			{nil, nil, "my-own", "train-stage-1"},
-		}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			js := jobSet("train", tc.annotations, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
-			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv("keep", "me")
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "my-own"
-			gangs, errs := Gangs(js, tc.settings.Scheduler)
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			if Admitted(js, tc.settings, gangs) {
-				t.Error("Admitted before Inject")
-			}
-			Inject(js, tc.settings, gangs, names)
-			if diff := cmp.Diff(tc.want, templates(js)); diff != "" {
-				t.Errorf("templates (-want +got):\n%s", diff)
-			}
-			once := js.DeepCopy()
-			Inject(js, tc.settings, gangs, names)
-			if diff := cmp.Diff(once, js); diff != "" {
-				t.Errorf("Inject twice differs from once (-once +twice):\n%s", diff)
-			}
-			if !Admitted(js, tc.settings, gangs) {
-				t.Error("not Admitted after Inject")
-			}
-			// One template naming another gang (the other backend's key is left alone).
-			pt := &js.Spec.ReplicatedJobs[1].Template.Spec.Template
-			pt.Annotations = with(pt.Annotations, group, "other")
-			pt.Labels = with(pt.Labels, podGroup, "other")
-			pt.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("other")}
-			if Admitted(js, tc.settings, gangs) {
-				t.Error("Admitted with template 1 naming gang \"other\"")
-			}
-		})
-	}
-}
-
-func TestSchedulerNameErrors(t *testing.T) {
-	const at1 = "spec.replicatedJobs[1].template.spec.template.spec.schedulerName"
-	for _, tc := range []struct {
-		scheduler contract.Scheduler
-		names     [2]string
-		wantErrs  []string
-	}{
-		{contract.SchedulerVolcano, [2]string{"volcano-sched", "default-scheduler"}, []string{fe(field.ErrorTypeInvalid, at1)}},
-		{contract.SchedulerVolcano, [2]string{"", "volcano-sched"}, nil},
-		{contract.SchedulerCoscheduling, [2]string{"scheduler-plugins-scheduler", "volcano-sched"}, []string{fe(field.ErrorTypeInvalid, at1)}},
-		// kube-scheduler serves any profile name it is configured with.
-		{contract.SchedulerKubernetes, [2]string{"default-scheduler", "my-profile"}, nil},
-	} {
-		js := jobSet("train", nil, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
-		for i, n := range tc.names {
-			js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulerName = n
-		}
-		if diff := cmp.Diff(tc.wantErrs, errsOf(SchedulerNameErrors(js, Settings{Scheduler: tc.scheduler}, names))); diff != "" {
-			t.Errorf("%s %q: errors (-want +got):\n%s", tc.scheduler, tc.names, diff)
-		}
 	}
 }
 
@@ -420,96 +305,6 @@ func trainJobOwned(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.JobSe
 		APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name, UID: "u", Controller: ptr.To(true),
 	}}
 	return js
-}
-
-func TestForeignGangs(t *testing.T) {
-	labelled := func(key, value string) func(*jobsetv1alpha2.JobSet) {
-		return func(js *jobsetv1alpha2.JobSet) {
-			for i := range js.Spec.ReplicatedJobs {
-				pt := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
-				pt.Labels = kv(key, value)
-			}
-		}
-	}
-	annotated := func(key, value string) func(*jobsetv1alpha2.JobSet) {
-		return func(js *jobsetv1alpha2.JobSet) {
-			for i := range js.Spec.ReplicatedJobs {
-				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations = kv(key, value)
-			}
-		}
-	}
-	grouped := func(value string) func(*jobsetv1alpha2.JobSet) {
-		return func(js *jobsetv1alpha2.JobSet) {
-			for i := range js.Spec.ReplicatedJobs {
-				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(value)}
-			}
-		}
-	}
-	const (
-		label      = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.metadata.labels[scheduling.x-k8s.io/pod-group]"
-		annotation = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.metadata.annotations[scheduling.k8s.io/group-name]"
-		group      = "FieldValueForbidden spec.replicatedJobs[%d].template.spec.template.spec.schedulingGroup.podGroupName"
-	)
-	cases := map[string]struct {
-		scheduler string
-		sequenced bool
-		trainJob  bool
-		edit      func(*jobsetv1alpha2.JobSet)
-		want      []string
-		wantIn    string // a part of the first error's message
-	}{
-		"nothing named":                     {scheduler: "coscheduling"},
-		"nothing named, made by a TrainJob": {scheduler: "coscheduling", trainJob: true},
-		"Trainer's coscheduling label on its JobSet": {scheduler: "coscheduling", trainJob: true, edit: labelled(contract.CoschedulingPodGroupLabelKey, "train"),
-			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}, wantIn: `set by Kubeflow Trainer for TrainJob "train": its runtime's spec.podGroupPolicy`},
-		"Trainer's Volcano annotation, podgroups asked for coscheduling": {scheduler: "coscheduling", trainJob: true, edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
-			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}, wantIn: "remove spec.podGroupPolicy from the TrainingRuntime"},
-		"Trainer's Volcano annotation, podgroups asked for volcano": {scheduler: "volcano", trainJob: true, edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
-			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}},
-		"podgroups' own names, re-created (not a TrainJob's)": {scheduler: "coscheduling", edit: labelled(contract.CoschedulingPodGroupLabelKey, "train")},
-		"podgroups' own stage names, re-created": {scheduler: "volcano", sequenced: true, edit: func(js *jobsetv1alpha2.JobSet) {
-			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train-stage-0")
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train-stage-1")
-		}},
-		"another gang's name": {scheduler: "coscheduling", edit: labelled(contract.CoschedulingPodGroupLabelKey, "someone-elses"),
-			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}, wantIn: `names the gang "someone-elses", which podgroups did not name`},
-		"the unsequenced name in a sequenced JobSet": {scheduler: "coscheduling", sequenced: true, edit: labelled(contract.CoschedulingPodGroupLabelKey, "train"),
-			want: []string{fmt.Sprintf(label, 0), fmt.Sprintf(label, 1)}},
-		"another backend's key": {scheduler: "coscheduling", edit: annotated(contract.VolcanoGroupNameAnnotationKey, "train"),
-			want: []string{fmt.Sprintf(annotation, 0), fmt.Sprintf(annotation, 1)}},
-		"kubernetes: podgroups' own name": {scheduler: "kubernetes", edit: grouped("train")},
-		"kubernetes: a TrainJob's":        {scheduler: "kubernetes", trainJob: true, edit: grouped("train"), want: []string{fmt.Sprintf(group, 0), fmt.Sprintf(group, 1)}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			a := kv(contract.SchedulerAnnotationKey, tc.scheduler)
-			if tc.sequenced {
-				a[inOrder] = "InOrder"
-			}
-			js := jobSet("train", a, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
-			if tc.trainJob {
-				trainJobOwned(js, "train")
-			}
-			if tc.edit != nil {
-				tc.edit(js)
-			}
-			s, errs := Parse(js)
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			gangs, errs := Gangs(js, s.Scheduler)
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			got := ForeignGangs(js, s, gangs)
-			if diff := cmp.Diff(tc.want, errsOf(got)); diff != "" {
-				t.Errorf("errors (-want +got):\n%s", diff)
-			}
-			if tc.wantIn != "" && (len(got) == 0 || !strings.Contains(got[0].Detail, tc.wantIn)) {
-				t.Errorf("first error %v: want it to say %q", got, tc.wantIn)
-			}
-		})
-	}
 }
 
 func TestTrainJobOwner(t *testing.T) {

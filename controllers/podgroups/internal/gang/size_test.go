@@ -30,7 +30,7 @@ func sized(replicas, pods int32) *jobsetv1alpha2.JobSet {
 // holds are refused, not wrapped around.
 func TestGangSize(t *testing.T) {
 	start := time.Now()
-	gangs, errs := Gangs(sized(10_000, 100_000), contract.SchedulerVolcano)
+	gangs, errs := Gangs(sized(10_000, 100_000), Settings{Scheduler: contract.SchedulerVolcano})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -49,7 +49,7 @@ func TestGangSize(t *testing.T) {
 		t.Errorf("memory %s, want 1000000000Ti", mem.String())
 	}
 
-	_, errs = Gangs(sized(3, 1<<30), contract.SchedulerVolcano)
+	_, errs = Gangs(sized(3, 1<<30), Settings{Scheduler: contract.SchedulerVolcano})
 	if len(errs) != 1 || errs[0].Field != "spec.replicatedJobs" {
 		t.Errorf("3 x 2^30 pods: errors %v, want one at spec.replicatedJobs", errs)
 	}

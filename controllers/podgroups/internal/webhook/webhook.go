@@ -4,7 +4,8 @@
 // sets a second scheduler's schedulerName where it is empty, and a validating
 // webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
 // keeps the podgroups annotations immutable, and the mutating one puts back a
-// spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read and inject comes from package gang.
+// spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read
+// comes from package gang, what they inject and refuse per scheduler from package backend.
 package webhook
 
 import (
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
@@ -27,8 +29,8 @@ import (
 
 // JobSetWebhook names the gangs in, and validates, JobSets that ask for gang scheduling.
 type JobSetWebhook struct {
-	// Names are the schedulerName of each backend.
-	Names gang.SchedulerNames
+	// Backends are every backend, installed or not (backend.All).
+	Backends []backend.Backend
 	// Installed tells whether a backend's PodGroup CRD was served when the controller started.
 	Installed func(contract.Scheduler) bool
 	// Classes reads PriorityClass values, for the warning when a gang's templates differ.
@@ -58,41 +60,58 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
 // parse (validation refuses it). It refuses a JobSet whose pod templates already name a gang
-// podgroups would not name (gang.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
+// podgroups would not name (backend.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
 // podgroups' annotations), before it names anything: the validating webhook sees the names
 // podgroups injected and cannot tell. On UPDATE it only puts back the kubernetes backend's
-// spec.schedulingGroup where the update dropped it (gang.RestoreSchedulingGroups: Kueue v0.17.0
+// spec.schedulingGroup where the update dropped it (backend.Restorer: Kueue v0.17.0
 // does, when it admits or evicts the JobSet); any other operation is left alone.
 func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
-		if req.Operation != admissionv1.Update || js.Annotations[contract.SchedulerAnnotationKey] != string(contract.SchedulerKubernetes) {
-			return nil
-		}
-		old := &jobsetv1alpha2.JobSet{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return fmt.Errorf("decoding the JobSet before the update: %w", err)
-		}
-		if restored := gang.RestoreSchedulingGroups(old, js); len(restored) > 0 {
-			ctrl.LoggerFrom(ctx).V(1).Info("Put back spec.schedulingGroup that an update dropped", "jobset", js.Namespace+"/"+js.Name,
-				"replicatedJobs", restored, "user", req.UserInfo.Username)
+		if req.Operation == admissionv1.Update {
+			return w.restore(ctx, req, js)
 		}
 		return nil
 	}
 	if !gang.Uses(js) {
 		return nil
 	}
-	s, errs := gang.Parse(js)
-	if len(errs) > 0 {
+	s, gangs, errs := gang.Read(js)
+	b := w.backend(s.Scheduler)
+	if b == nil || len(errs.All()) > 0 || len(b.Validate(js, s, gangs)) > 0 {
 		return nil
 	}
-	gangs, errs := gang.Gangs(js, s.Scheduler)
-	if len(errs) > 0 {
-		return nil
-	}
-	if errs := gang.ForeignGangs(js, s, gangs); len(errs) > 0 {
+	if errs := backend.ForeignGangs(w.Backends, js, s, gangs); len(errs) > 0 {
 		return jobsets.Invalid(js, errs)
 	}
-	gang.Inject(js, s, gangs, w.Names)
+	backend.Inject(b, js, s, gangs)
+	return nil
+}
+
+// restore puts back, on UPDATE, what the JobSet's backend keeps in the pod templates and the
+// update dropped (backend.Restorer).
+func (w *JobSetWebhook) restore(ctx context.Context, req admission.Request, js *jobsetv1alpha2.JobSet) error {
+	r, ok := w.backend(contract.Scheduler(js.Annotations[contract.SchedulerAnnotationKey])).(backend.Restorer)
+	if !ok {
+		return nil
+	}
+	old := &jobsetv1alpha2.JobSet{}
+	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		return fmt.Errorf("decoding the JobSet before the update: %w", err)
+	}
+	if restored := r.Restore(old, js); len(restored) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Put back spec.schedulingGroup that an update dropped", "jobset", js.Namespace+"/"+js.Name,
+			"replicatedJobs", restored, "user", req.UserInfo.Username)
+	}
+	return nil
+}
+
+// backend is the backend of scheduler s, or nil.
+func (w *JobSetWebhook) backend(s contract.Scheduler) backend.Backend {
+	for _, b := range w.Backends {
+		if b.Scheduler() == s {
+			return b
+		}
+	}
 	return nil
 }
 
@@ -130,28 +149,28 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 	if !gang.Uses(js) {
 		return nil, nil
 	}
-	s, errs := gang.Parse(js)
-	if s.Scheduler == "" {
-		return nil, errs
+	s, gangs, read := gang.Read(js)
+	b := w.backend(s.Scheduler)
+	if b == nil {
+		return nil, read.Settings
 	}
-	if w.Installed != nil && !w.Installed(s.Scheduler) {
-		msg := "this cluster's podgroups controller found no PodGroup CRD for this scheduler when it started: install the scheduler's CRDs and restart the controller, or pick another scheduler"
-		if s.Scheduler == contract.SchedulerKubernetes {
-			msg = "this cluster's apiserver did not serve the Workload API (Workload and PodGroup of scheduling.k8s.io/v1beta1) when the podgroups controller started: " +
-				"it needs Kubernetes 1.37 with the feature gate GenericWorkload on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1beta1=true on kube-apiserver; " +
-				"turn them on and restart the controller, or pick another scheduler"
-		}
-		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), msg))
+	errs := read.Settings
+	installed := w.Installed == nil || w.Installed(s.Scheduler)
+	if !installed {
+		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), b.NotServed()))
 	}
 	if s.Composite && !w.Composites {
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), contract.EnabledValue,
 			"this cluster's apiserver did not serve CompositePodGroup (scheduling.k8s.io/v1alpha3) when the podgroups controller started: a composite gang needs Kubernetes 1.37 with the alpha feature gate CompositePodGroup "+
 				"on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1alpha3=true on kube-apiserver; turn them on and restart the controller, or leave the annotation out"))
 	}
-	errs = append(errs, gang.SchedulerNameErrors(js, s, w.Names)...)
-	gangs, gerrs := gang.Gangs(js, s.Scheduler)
-	errs = append(errs, gerrs...)
-	if s.Scheduler == contract.SchedulerKubernetes && (w.Installed == nil || w.Installed(s.Scheduler)) {
+	errs = append(errs, backend.SchedulerNameErrors(b, js)...)
+	if errs = append(errs, read.Gangs...); len(read.Gangs) == 0 {
+		if invalid := b.Validate(js, s, gangs); len(invalid) > 0 {
+			errs, gangs = append(errs, invalid...), nil // no gangs to look further into
+		}
+	}
+	if installed {
 		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
 	}
 	var warnings admission.Warnings
@@ -170,8 +189,7 @@ func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobS
 	var errs field.ErrorList
 	var units []gang.Gang
 	for _, g := range gangs {
-		units = append(units, g)
-		units = append(units, g.Children()...)
+		units = append(append(units, g), g.Children()...)
 	}
 	for _, g := range units {
 		if len(g.Claims) == 0 {
@@ -200,5 +218,12 @@ func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobS
 
 // String is for logs.
 func (w *JobSetWebhook) String() string {
-	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)", w.Names.Volcano, w.Names.Coscheduling)
+	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)", w.schedulerName(contract.SchedulerVolcano), w.schedulerName(contract.SchedulerCoscheduling))
+}
+
+func (w *JobSetWebhook) schedulerName(s contract.Scheduler) string {
+	if b := w.backend(s); b != nil {
+		return b.SchedulerName()
+	}
+	return ""
 }

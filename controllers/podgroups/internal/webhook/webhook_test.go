@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -46,7 +46,7 @@ func (c classes) PriorityClassValue(name string) (int32, bool) {
 // hook is the webhook of a cluster where the installed backends have their CRD.
 func hook(installed ...contract.Scheduler) *JobSetWebhook {
 	return &JobSetWebhook{
-		Names:     gang.SchedulerNames{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"},
+		Backends:  backend.All(backend.Names{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"}),
 		Installed: func(s contract.Scheduler) bool { return slices.Contains(installed, s) },
 		Classes:   classes{"high": 100, "low": 1},
 	}

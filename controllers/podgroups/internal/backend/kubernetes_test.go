@@ -1,35 +1,38 @@
-package controller
+package backend
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
-	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-func nativeJobSet(sequenced bool) (*jobsetv1alpha2.JobSet, []gang.Gang) {
+// twoStages is a JobSet of ReplicatedJobs init and main, two Jobs each.
+func twoStages(annotations map[string]string) *jobsetv1alpha2.JobSet {
+	js := jobSet("js", annotations, "init", "main")
+	for i := range js.Spec.ReplicatedJobs {
+		js.Spec.ReplicatedJobs[i].Replicas = 2
+	}
+	return js
+}
+
+func nativeJobSet(t *testing.T, sequenced bool) (*jobsetv1alpha2.JobSet, []gang.Gang) {
 	a := map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}
 	if sequenced {
 		a[contract.ExecutionPolicyAnnotationKey] = "InOrder"
 	}
-	js := twoStages(a, false)
+	js := twoStages(a)
 	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = "high"
-	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
-	if len(errs) > 0 {
-		panic(errs)
-	}
+	_, gangs := read(t, js)
 	return js, gangs
 }
 
@@ -40,8 +43,8 @@ func gangMinCount(n int32) schedulingv1beta1.PodGroupSchedulingPolicy {
 // TestNativeWorkload: one template per gang, named stage-<i>, with the gang's pods as minCount
 // and its priority class; the JobSet as controllerRef and controller owner; our labels.
 func TestNativeWorkload(t *testing.T) {
-	js, gangs := nativeJobSet(true)
-	wl, err := NativeWorkload(js, gangs, "", func(g gang.Gang) string { return g.PriorityClassNames[0] })
+	js, gangs := nativeJobSet(t, true)
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{}, func(g gang.Gang) string { return g.PriorityClassNames[0] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +66,8 @@ func TestNativeWorkload(t *testing.T) {
 	}
 	// The hash follows minCount.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
-	bigger, _ := gang.Gangs(js, contract.SchedulerKubernetes)
-	wl2, err := NativeWorkload(js, bigger, "", func(gang.Gang) string { return "" })
+	bigger, _ := gang.Gangs(js, gang.Settings{Scheduler: contract.SchedulerKubernetes})
+	wl2, err := Kubernetes{}.BuildWorkload(js, bigger, gang.Settings{}, func(gang.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +80,9 @@ func TestNativeWorkload(t *testing.T) {
 // gang's minCount and priority class, our labels (the stage when sequenced) and the JobSet as
 // controller.
 func TestNativePodGroup(t *testing.T) {
-	b := Backends[contract.SchedulerKubernetes]
+	b := Kubernetes{}
 	for _, sequenced := range []bool{false, true} {
-		js, gangs := nativeJobSet(sequenced)
+		js, gangs := nativeJobSet(t, sequenced)
 		g := gangs[len(gangs)-1]
 		pg := b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "high", "ignored").(*schedulingv1beta1.PodGroup)
 		template := "stage-0"
@@ -104,8 +107,8 @@ func TestNativePodGroup(t *testing.T) {
 // TestNativeAdopt: an update changes minCount and our labels and hash only, never what the API
 // keeps immutable or what the apiserver's priority admission wrote.
 func TestNativeAdopt(t *testing.T) {
-	b := Backends[contract.SchedulerKubernetes]
-	js, gangs := nativeJobSet(false)
+	b := Kubernetes{}
+	js, gangs := nativeJobSet(t, false)
 	want := b.Build(js, gangs[0], gang.Settings{}, "new-class", "").(*schedulingv1beta1.PodGroup)
 	have := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"theirs": "kept"}, Annotations: map[string]string{contract.PodGroupSpecHashAnnotationKey: "old"}},
@@ -126,14 +129,14 @@ func TestNativeAdopt(t *testing.T) {
 		t.Errorf("labels %v annotations %v", have.Labels, have.Annotations)
 	}
 
-	wl, err := NativeWorkload(js, gangs, "", func(gang.Gang) string { return "new-class" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{}, func(gang.Gang) string { return "new-class" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	haveWL := &schedulingv1beta1.Workload{Spec: schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{
 		{Name: "stage-0", SchedulingPolicy: gangMinCount(1), PriorityClassName: "old-class"},
 	}}}
-	adoptNativeWorkload(haveWL, wl)
+	b.AdoptWorkload(haveWL, wl)
 	if diff := cmp.Diff([]schedulingv1beta1.PodGroupTemplate{{Name: "stage-0", SchedulingPolicy: gangMinCount(4), PriorityClassName: "old-class"}}, haveWL.Spec.PodGroupTemplates); diff != "" {
 		t.Errorf("Workload templates (-want +got):\n%s", diff)
 	}
@@ -143,9 +146,9 @@ func TestNativeAdopt(t *testing.T) {
 // (a gang policy, allowed; no disruption mode), and a gang of no pods still gets minCount 1,
 // the API's minimum.
 func TestNativeBuilderValidates(t *testing.T) {
-	js, gangs := nativeJobSet(true)
+	js, gangs := nativeJobSet(t, true)
 	for _, g := range gangs {
-		b, _, err := nativeBuilder(js, g, "", "high")
+		b, _, err := gangBuilder(js, g, "", "high")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +158,7 @@ func TestNativeBuilderValidates(t *testing.T) {
 	}
 	empty := gangs[0]
 	empty.MinMember = 0
-	if got := nativePodGroupSpec(js, empty, "", "").SchedulingPolicy.Gang.MinCount; got != 1 {
+	if got := podGroupSpec(js, empty, "", "").SchedulingPolicy.Gang.MinCount; got != 1 {
 		t.Errorf("minCount of a gang of no pods = %d, want 1", got)
 	}
 }
@@ -164,11 +167,11 @@ func TestNativeBuilderValidates(t *testing.T) {
 // each PodGroup as its one scheduling constraint, and a PodGroup that comes back without it (an
 // apiserver without TopologyAwareWorkloadScheduling) is told.
 func TestNativeTopologyKey(t *testing.T) {
-	b := Backends[contract.SchedulerKubernetes]
-	js, gangs := nativeJobSet(true)
+	b := Kubernetes{}
+	js, gangs := nativeJobSet(t, true)
 	s := gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "example.com/rack"}
 	want := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: "example.com/rack"}}}
-	wl, err := NativeWorkload(js, gangs, s.TopologyKey, func(gang.Gang) string { return "" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, s, func(gang.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,42 +184,15 @@ func TestNativeTopologyKey(t *testing.T) {
 	if diff := cmp.Diff(want, pg.Spec.SchedulingConstraints); diff != "" {
 		t.Errorf("PodGroup constraints (-want +got):\n%s", diff)
 	}
-	if why := b.droppedTopology(s, pg); why != "" {
+	if why := b.Dropped(s, gangs[1], pg).Topology; why != "" {
 		t.Errorf("kept constraints told as dropped: %s", why)
 	}
 	pg.Spec.SchedulingConstraints = nil
-	if why := b.droppedTopology(s, pg); why == "" {
+	if why := b.Dropped(s, gangs[1], pg).Topology; why == "" {
 		t.Error("dropped constraints not told")
 	}
-	if why := b.droppedTopology(gang.Settings{Scheduler: contract.SchedulerKubernetes}, pg); why != "" {
+	if why := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], pg).Topology; why != "" {
 		t.Errorf("no key asked for, yet told: %s", why)
-	}
-}
-
-// TestRecentlyDeleted: a UID this process deleted is "going" until the cache shows the
-// deletion or addon.MadeTTL has passed, so that a PodGroup a finalizer holds is deleted, and
-// told, once.
-func TestRecentlyDeleted(t *testing.T) {
-	start := time.Unix(1000, 0)
-	r := &Reconciler{Clock: clocktesting.NewFakeClock(start)}
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "one"}}
-	if r.going(pg) || r.going(nil) {
-		t.Fatal("going before any deletion")
-	}
-	r.deleted.add("one", start)
-	if !r.going(pg) {
-		t.Error("not going right after its deletion")
-	}
-	if r.going(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "other"}}) {
-		t.Error("another UID of the name is going")
-	}
-	r.Clock = clocktesting.NewFakeClock(start.Add(addon.MadeTTL))
-	if r.going(pg) {
-		t.Error("still going after MadeTTL")
-	}
-	pg.DeletionTimestamp = &metav1.Time{Time: start}
-	if !r.going(pg) {
-		t.Error("not going with a deletionTimestamp")
 	}
 }
 
@@ -227,16 +203,13 @@ func TestRecentlyDeleted(t *testing.T) {
 // apiserver dropped is told.
 func TestNativeClaims(t *testing.T) {
 	templates := `[{metadata: {name: data}, spec: {}}, {metadata: {name: imex}, spec: {}}]`
-	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.ExecutionPolicyAnnotationKey: "InOrder"}, false)
+	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.ExecutionPolicyAnnotationKey: "InOrder"})
 	js.Spec.ReplicatedJobs[1].Replicas = 1
 	for i := range js.Spec.ReplicatedJobs {
 		js.Spec.ReplicatedJobs[i].Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: templates}
 	}
-	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	b := Backends[contract.SchedulerKubernetes]
+	_, gangs := read(t, js)
+	b := Kubernetes{}
 	build := func(g gang.Gang) *schedulingv1beta1.PodGroup {
 		return b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup)
 	}
@@ -251,7 +224,7 @@ func TestNativeClaims(t *testing.T) {
 	if diff := cmp.Diff(want, first.Spec.ResourceClaims); diff != "" {
 		t.Errorf("stage 1 (one Job) claims (-want +got):\n%s", diff)
 	}
-	if b.claimsChanged(first, build(gangs[1])) {
+	if b.NeedsReplace(first, build(gangs[1])) {
 		t.Error("claims changed between two builds of the same attempt")
 	}
 	js.Status.Restarts = 1
@@ -259,7 +232,7 @@ func TestNativeClaims(t *testing.T) {
 	if got := restarted.Spec.ResourceClaims; len(got) != 2 || *got[0].ResourceClaimName != "js-main-0-r1-data" {
 		t.Errorf("restart attempt 1: claims %+v, want js-main-0-r1-data first", got)
 	}
-	if !b.claimsChanged(first, restarted) {
+	if !b.NeedsReplace(first, restarted) {
 		t.Error("the claims of attempt 0 are not told apart from attempt 1's")
 	}
 	if first.Annotations[contract.PodGroupSpecHashAnnotationKey] == restarted.Annotations[contract.PodGroupSpecHashAnnotationKey] {
@@ -267,19 +240,16 @@ func TestNativeClaims(t *testing.T) {
 	}
 	shadowed := js.DeepCopy()
 	shadowed.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "imex", ResourceClaimName: ptr.To("users-imex")}}
-	sg, errs := gang.Gangs(shadowed, contract.SchedulerKubernetes)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	_, sg := read(t, shadowed)
 	if got := b.Build(shadowed, sg[1], gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup).Spec.ResourceClaims; len(got) != 1 || got[0].Name != "data" {
 		t.Errorf("with the pod template's own claim imex: claims %+v, want data alone", got)
 	}
 	dropped := restarted.DeepCopy()
 	dropped.Spec.ResourceClaims = nil
-	if msg := b.droppedClaims(gangs[1], dropped); msg == "" {
+	if msg := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], dropped).Claims; msg == "" {
 		t.Error("claims dropped by the apiserver not told")
 	}
-	if msg := b.droppedClaims(gangs[1], restarted); msg != "" {
+	if msg := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], restarted).Claims; msg != "" {
 		t.Errorf("claims kept, yet told: %s", msg)
 	}
 }
@@ -289,15 +259,15 @@ func TestNativeClaims(t *testing.T) {
 // its CompositePodGroup asks minGroupCount = the Jobs; each Job's PodGroup refers to its
 // ReplicatedJob's template, names the CompositePodGroup as parent and lists the Job's claims.
 func TestNativeComposite(t *testing.T) {
-	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false)
+	js := twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"})
 	js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism = ptr.To[int32](3)
 	js.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: data}, spec: {}}]`}
-	gangs, errs := gang.Gangs(js, contract.SchedulerKubernetes)
-	if len(errs) > 0 || len(gangs) != 1 || len(gangs[0].Jobs) != 4 {
-		t.Fatalf("gangs %+v, %v: want one of 4 Jobs", gangs, errs)
+	_, gangs := read(t, js)
+	if len(gangs) != 1 || len(gangs[0].Jobs) != 4 {
+		t.Fatalf("gangs %+v: want one of 4 Jobs", gangs)
 	}
 	g := gangs[0]
-	wl, err := NativeWorkload(js, gangs, "rack", func(gang.Gang) string { return "" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{TopologyKey: "rack"}, func(gang.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +282,7 @@ func TestNativeComposite(t *testing.T) {
 	if pt := ct.PodGroupTemplates[1]; pt.Name != "main" || pt.SchedulingPolicy.Gang.MinCount != 3 || cmp.Diff(rack, pt.SchedulingConstraints) != "" {
 		t.Errorf("PodGroup template main %+v: want gang minCount 3 and topology rack", pt)
 	}
-	cpg, err := NativeCompositePodGroup(js, g, "rack", "")
+	cpg, err := Kubernetes{}.BuildComposite(js, g, gang.Settings{TopologyKey: "rack"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +291,7 @@ func TestNativeComposite(t *testing.T) {
 		t.Errorf("CompositePodGroup %+v", cpg)
 	}
 	children := g.Children()
-	pg := Backends[contract.SchedulerKubernetes].Build(js, children[3], gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "rack", Composite: true}, "", "").(*schedulingv1beta1.PodGroup)
+	pg := Kubernetes{}.Build(js, children[3], gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "rack", Composite: true}, "", "").(*schedulingv1beta1.PodGroup)
 	want := schedulingv1beta1.PodGroupSpec{
 		ParentCompositePodGroupName: ptr.To("js"),
 		WorkloadRef:                 &schedulingv1beta1.WorkloadReference{WorkloadName: "js", TemplateName: "main"},
@@ -334,5 +304,21 @@ func TestNativeComposite(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, pg.Spec); diff != "" {
 		t.Errorf("Job PodGroup spec (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompositeInject: in a composite gang, Inject marks the Job templates for the Job webhook,
+// and the JobSet is then admitted.
+func TestCompositeInject(t *testing.T) {
+	js := jobSet("train", kv(contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "true"), "a", "b")
+	s, gangs := read(t, js)
+	Inject(Kubernetes{}, js, s, gangs)
+	for i := range js.Spec.ReplicatedJobs {
+		if got := js.Spec.ReplicatedJobs[i].Template.Annotations[contract.PerJobPodGroupAnnotationKey]; got != "true" {
+			t.Errorf("ReplicatedJob %d: per-job annotation %q", i, got)
+		}
+	}
+	if !Admitted(Kubernetes{}, js, gangs) {
+		t.Error("not admitted after Inject")
 	}
 }

@@ -1,0 +1,117 @@
+package backend
+
+import (
+	"fmt"
+
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// A composite gang of the Kubernetes backend (contract.CompositeAnnotationKey): all of its Jobs
+// or none, each Job a PodGroup of its own under the gang's CompositePodGroup
+// (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup).
+
+// CompositeKind is the kind of a composite gang's CompositePodGroup.
+var CompositeKind = schedulingv1alpha3.SchemeGroupVersion.WithKind("CompositePodGroup")
+
+// markPerJob marks the Jobs of ReplicatedJob rj for the podgroups Job webhook, which names each
+// Job's own PodGroup in its pod template.
+func markPerJob(rj *jobsetv1alpha2.ReplicatedJob) {
+	rj.Template.Annotations = with(rj.Template.Annotations, contract.PerJobPodGroupAnnotationKey, contract.EnabledValue)
+}
+
+// compositeErrors refuses what a composite gang cannot be made of yet: several stages (one
+// CompositePodGroup per stage is not built), more ReplicatedJobs than a CompositePodGroup
+// template holds PodGroup templates (8), and Job names that are no object names.
+func compositeErrors(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) field.ErrorList {
+	path := contract.JobSetAnnotationPath(contract.CompositeAnnotationKey)
+	if len(gangs) > 1 {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang is made for a JobSet of one stage, and this one is sequenced into %d: drop one of the two", len(gangs)))}
+	}
+	if n := len(js.Spec.ReplicatedJobs); n > MaxGangs {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang holds one PodGroup template per ReplicatedJob, at most %d, and this JobSet has %d", MaxGangs, n))}
+	}
+	var errs field.ErrorList
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if _, err := contract.JobPodGroupName(jobsets.JobName(js.Name, rj.Name, max(rj.Replicas-1, 0))); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "replicatedJobs").Index(i).Child("name"), rj.Name, err.Error()))
+		}
+	}
+	return errs
+}
+
+// compositeBuilder is the workloadbuilder of composite gang g: a composite item named stage-<i>
+// whose gang policy asks all of its Jobs (minGroupCount), with one leaf item per
+// ReplicatedJob, named as it, whose gang policy asks all of one Job's pods, held to one domain
+// of the topology key (if any), with the gang's priority class.
+func compositeBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
+	return workloadOf(js, g, func(template string) *workloadbuilder.WorkloadItem {
+		root := gangItem(template, contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), max(int32(len(g.Jobs)), 1), priorityClass, "")
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			rj := jobsets.ReplicatedJob(js, rjName)
+			root.Children = append(root.Children,
+				gangItem(rjName, field.NewPath("spec", "replicatedJobs").Key(rjName), max(gang.PodsPerJob(rj), 1), priorityClass, topologyKey))
+		}
+		return root
+	})
+}
+
+// BuildComposite is composite gang g's CompositePodGroup, of the gang's name, made by
+// workloadbuilder from its template, with our labels, the hash of its spec and the JobSet as
+// controller owner. Its spec cannot change (every field is immutable).
+func (Kubernetes) BuildComposite(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass string) (*schedulingv1alpha3.CompositePodGroup, error) {
+	b, template, err := compositeBuilder(js, g, s.TopologyKey, priorityClass)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.BuildWorkload(); err != nil {
+		return nil, fmt.Errorf("building the Workload template of %s: %w", g.Name, err)
+	}
+	cpg, err := b.NewCompositePodGroup(g.Name, template)
+	if err != nil {
+		return nil, err
+	}
+	return stamp(cpg, js, &g, cpg.Spec), nil
+}
+
+// jobPodGroupSpec is the spec of the PodGroup of one Job of a composite gang (g, with Parent):
+// its ReplicatedJob's PodGroup template in the parent's CompositePodGroup template,
+// workloadRef to it, the parent as parentCompositePodGroupName, and the Job's claims.
+func jobPodGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (schedulingv1beta1.PodGroupSpec, error) {
+	b, _, err := compositeBuilder(js, *g.Parent, topologyKey, priorityClass)
+	if err != nil {
+		return schedulingv1beta1.PodGroupSpec{}, err
+	}
+	wl, err := b.BuildWorkload()
+	if err != nil {
+		return schedulingv1beta1.PodGroupSpec{}, err
+	}
+	var tmpl *schedulingv1beta1.PodGroupTemplate
+	for i := range wl.Spec.CompositePodGroupTemplates {
+		for j := range wl.Spec.CompositePodGroupTemplates[i].PodGroupTemplates {
+			if t := &wl.Spec.CompositePodGroupTemplates[i].PodGroupTemplates[j]; t.Name == g.Template {
+				tmpl = t
+			}
+		}
+	}
+	if tmpl == nil {
+		return schedulingv1beta1.PodGroupSpec{}, fmt.Errorf("no PodGroup template %q in the composite template of %s", g.Template, g.Parent.Name)
+	}
+	spec := schedulingv1beta1.PodGroupSpec{
+		ParentCompositePodGroupName: ptr.To(g.Parent.Name),
+		WorkloadRef:                 &schedulingv1beta1.WorkloadReference{WorkloadName: wl.Name, TemplateName: tmpl.Name},
+		SchedulingPolicy:            *tmpl.SchedulingPolicy.DeepCopy(),
+		SchedulingConstraints:       tmpl.SchedulingConstraints.DeepCopy(),
+		PriorityClassName:           tmpl.PriorityClassName,
+	}
+	spec.ResourceClaims, err = claimsOf(js, g)
+	return spec, err
+}

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+)
+
+// ensure creates the gang's PodGroup, or updates ours when the demand changed. have is the
+// metadata of ours, from the cache, or nil.
+func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, g gang.Gang, have client.Object) error {
+	b := p.backend
+	want := b.Build(js, g, p.settings, r.priorityClass(g), r.DefaultQueue)
+	k := kind[client.Object]{name: "PodGroup", made: r.made, newObj: b.NewPodGroup, adopt: b.Adopt, replace: b.NeedsReplace}
+	did, got, err := write(ctx, r, js, k, want, have)
+	scheduler := string(b.Scheduler())
+	switch did {
+	case created:
+		podGroupsCreated.WithLabelValues(scheduler).Inc()
+		ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
+			"Created %s PodGroup %s: %s", scheduler, g.Name, b.Demand(g))
+		r.tellDropped(js, b.Dropped(p.settings, g, got), true)
+	case replaced:
+		podGroupsDeleted.WithLabelValues(scheduler).Inc()
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonDeleted, actionDelete,
+			"Deleted %s PodGroup %s to make it again: its claims are not the Job's of restart attempt %d, and a PodGroup's claims cannot change", scheduler, g.Name, js.Status.Restarts)
+	case updated:
+		podGroupsUpdated.WithLabelValues(scheduler).Inc()
+		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
+			"Updated %s PodGroup %s to the JobSet's demand: %s", scheduler, g.Name, b.Demand(g))
+		r.tellDropped(js, b.Dropped(p.settings, g, got), false)
+	case notOurs:
+		r.warnOnce(js, ReasonNameTaken, "name-taken",
+			"PodGroup %s exists and is not one podgroups made for this JobSet: it is left alone, and the pods that name it are scheduled against it", g.Name)
+	}
+	return err
+}
+
+// tellDropped warns once of what the apiserver dropped of a PodGroup: its topology, and, when
+// it was just created, its claims.
+func (r *Reconciler) tellDropped(js *jobsetv1alpha2.JobSet, d backend.Dropped, created bool) {
+	if d.Topology != "" {
+		r.warnOnce(js, ReasonNetworkTopologyDropped, "topology-dropped", "%s", d.Topology)
+	}
+	if created && d.Claims != "" {
+		r.warnOnce(js, ReasonClaimsDropped, "claims-dropped", "%s", d.Claims)
+	}
+}
+
+// deletePodGroup deletes one of our PodGroups, not wanted for reason why.
+func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, pg client.Object, why string) error {
+	deleted, err := r.remove(ctx, "PodGroup", pg)
+	if !deleted {
+		return err
+	}
+	if why == "" {
+		why = "it is no gang of the JobSet"
+	}
+	podGroupsDeleted.WithLabelValues(string(b.Scheduler())).Inc()
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a PodGroup", "podGroup", pg.GetName(), "why", why)
+	r.Recorder.Eventf(js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler(), pg.GetName(), why)
+	return nil
+}

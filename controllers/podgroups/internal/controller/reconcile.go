@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+)
+
+// Reconcile brings the JobSet's PodGroups to what its gangs, stages and state ask for: it loads
+// the JobSet and what it asks for, says which gangs are wanted now, makes their parents (the
+// Workload, the CompositePodGroups) and then their PodGroups, deletes what is no longer wanted,
+// and tells what failed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	start := r.Clock.Now()
+	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
+	js, err := r.load(ctx, req)
+	if js == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js)))
+	p, ok := r.plan(js)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	w, err := r.wants(ctx, js, p.gangs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	made := r.made.PendingNow() // before the cache is read (Made.PendingNow)
+	have, err := r.podGroups(ctx, js, p.backend)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ok, waiting, err := r.ensureParents(ctx, js, p, w)
+	if err != nil || !ok {
+		return ctrl.Result{}, r.failed(js, err)
+	}
+	pending, errs := r.ensureGangs(ctx, js, p, w, have, made)
+	errs = r.deleteStale(ctx, js, p, w, have, errs)
+	return r.finish(js, waiting || pending, errs)
+}
+
+// load is the JobSet of req, or nil when there is none to reconcile: gone, being deleted, or
+// no longer asking for gang scheduling.
+func (r *Reconciler) load(ctx context.Context, req ctrl.Request) (*jobsetv1alpha2.JobSet, error) {
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !js.DeletionTimestamp.IsZero() || !gang.Uses(js) {
+		r.warned.Forget(js.UID)
+		return nil, nil
+	}
+	return js, nil
+}
+
+// plan is what a reconcile works from: the JobSet's settings, its gangs and their backend.
+type plan struct {
+	settings gang.Settings
+	gangs    []gang.Gang
+	backend  backend.Backend
+}
+
+// plan reads the JobSet (gang.Read) and finds its backend; ok is false, and it is told once,
+// when no PodGroup can be made: invalid settings or gangs, a backend or kind not served, or a
+// JobSet the mutating webhook did not see.
+func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet) (p plan, ok bool) {
+	s, gangs, errs := gang.Read(js)
+	if len(errs.Settings) > 0 {
+		r.warnOnce(js, ReasonInvalid, "invalid", "No PodGroup is made: %v", errs.Settings.ToAggregate())
+		return p, false
+	}
+	b := r.Installed[s.Scheduler]
+	if b == nil {
+		r.warnOnce(js, ReasonSchedulerNotInstalled, "not-installed",
+			"No PodGroup is made: the %s PodGroup CRD (%s) was not served when the podgroups controller started; install it and restart the controller",
+			s.Scheduler, backend.For(s.Scheduler, backend.Names{}).Kind().GroupVersion())
+		return p, false
+	}
+	invalid := errs.Gangs
+	if len(invalid) == 0 {
+		invalid = b.Validate(js, s, gangs)
+	}
+	if len(invalid) > 0 {
+		r.warnOnce(js, ReasonInvalid, "invalid", "No PodGroup is made: %v", invalid.ToAggregate())
+		return p, false
+	}
+	if !backend.Admitted(b, js, gangs) {
+		r.warnOnce(js, ReasonNotAdmitted, "not-admitted",
+			"The JobSet was created while the podgroups webhook was not running: its pods name no PodGroup and are not gang-scheduled; re-create the JobSet")
+		return p, false
+	}
+	if _, can := b.(backend.Composites); s.Composite && (!can || !r.Composites) {
+		r.warnOnce(js, ReasonSchedulerNotInstalled, "not-installed",
+			"No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) was not served when the podgroups controller started; turn it on and restart the controller")
+		return p, false
+	}
+	return plan{settings: s, gangs: gangs, backend: b}, true
+}
+
+// podGroups are the JobSet's PodGroups of ours, by name, as the cache holds them.
+func (r *Reconciler) podGroups(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend) (map[string]client.Object, error) {
+	list := backend.MetaList(b.Kind())
+	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		reconcileErrors.WithLabelValues("list").Inc()
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	have := map[string]client.Object{}
+	for i := range list.Items {
+		if pg := &list.Items[i]; backend.Ours(pg, js) {
+			have[pg.GetName()] = pg
+		}
+	}
+	return have, nil
+}
+
+// ensureGangs makes or updates the PodGroup of each wanted unit, and takes it out of have.
+// pending is true when one this process made is not in the cache yet (made).
+func (r *Reconciler) ensureGangs(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, w wants, have map[string]client.Object, made sets.Set[types.NamespacedName]) (pending bool, errs []error) {
+	for _, g := range w.units {
+		switch {
+		case r.going(have[g.Name]):
+			// Deleted, held by a finalizer (the Workload API's podgroup-protection, while pods
+			// name it): its removal brings the next reconcile, which makes it again.
+		case have[g.Name] == nil && made.Has(types.NamespacedName{Namespace: js.Namespace, Name: g.Name}):
+			// Created by this process, not in the cache yet: its arrival brings the next
+			// reconcile, or, should none come, the requeue.
+			pending = true
+		default:
+			if err := r.ensure(ctx, js, p, g, have[g.Name]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		delete(have, g.Name)
+	}
+	return pending, errs
+}
+
+// deleteStale deletes our PodGroups left in have (not wanted), and, when all went well so far,
+// the CompositePodGroups not wanted and the Workload of a finished JobSet, after their PodGroups.
+func (r *Reconciler) deleteStale(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, w wants, have map[string]client.Object, errs []error) []error {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if r.going(have[name]) {
+			continue // deleted already, its finalizer not yet removed
+		}
+		if err := r.deletePodGroup(ctx, js, p.backend, have[name], w.why[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, ok := p.backend.(backend.Composites); ok && r.Composites && len(errs) == 0 {
+		if err := r.deleteComposites(ctx, js, w.composites); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if wb, ok := p.backend.(backend.Workloads); ok && jobsets.Finished(js) && len(errs) == 0 {
+		if err := r.deleteWorkload(ctx, js, wb); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// finish tells what failed, and requeues when the cache has yet to show what was made.
+func (r *Reconciler) finish(js *jobsetv1alpha2.JobSet, waiting bool, errs []error) (ctrl.Result, error) {
+	if err := r.failed(js, errors.Join(errs...)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: addon.MadeTTL}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// failed tells err (if any) as a Warning on the JobSet, and returns it.
+func (r *Reconciler) failed(js *jobsetv1alpha2.JobSet, err error) error {
+	if err != nil {
+		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
+	}
+	return err
+}
+
+func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
+	if !r.warned.First(js.UID, reason) {
+		return
+	}
+	reconcileErrors.WithLabelValues(metricReason).Inc()
+	r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, reason, actionSkip, format, args...)
+}

@@ -1,0 +1,297 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+var start = time.Unix(1000, 0)
+
+// admitted is the JobSet as the mutating webhook leaves it: each pod template names its gang.
+func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
+	t.Helper()
+	s, gangs, errs := gang.Read(js)
+	if all := errs.All(); len(all) > 0 {
+		t.Fatal(all)
+	}
+	backend.Inject(backend.For(s.Scheduler, backend.Names{}), js, s, gangs)
+	return js
+}
+
+func finished(js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
+	js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}}
+	return js
+}
+
+// podGroup is what the reconciler made of the JobSet's gang g before its demand changed: ours,
+// with minMember and a spec hash of another demand.
+func podGroup(t *testing.T, js *jobsetv1alpha2.JobSet, stage int, minMember int32) client.Object {
+	t.Helper()
+	s, gangs, _ := gang.Read(js)
+	g := gangs[stage]
+	g.MinMember = minMember
+	pg := backend.For(s.Scheduler, backend.Names{}).Build(js, g, s, "", "default")
+	pg.SetUID(types.UID(pg.GetName() + "-uid"))
+	return pg
+}
+
+// fakeCluster is a fake client holding objs, with the field indexes the reconciler lists by.
+func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend, composites bool, objs ...client.Object) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&jobsetv1alpha2.JobSet{})
+	for _, o := range indexed(installed, composites) {
+		b = b.WithIndex(o, JobSetNameIndex, jobsets.IndexByName)
+	}
+	return b.Build()
+}
+
+// state is what a test reads back: the PodGroups' minMember (or gang minCount) by name, the
+// Workloads and the CompositePodGroups.
+type state struct {
+	PodGroups  map[string]int32
+	Workloads  []string
+	Composites []string
+}
+
+func read(t *testing.T, c client.Client) state {
+	t.Helper()
+	ctx := context.Background()
+	st := state{PodGroups: map[string]int32{}}
+	var volcano volcanov1beta1.PodGroupList
+	var native schedulingv1beta1.PodGroupList
+	var workloads schedulingv1beta1.WorkloadList
+	var composites schedulingv1alpha3.CompositePodGroupList
+	for _, l := range []client.ObjectList{&volcano, &native, &workloads, &composites} {
+		if err := c.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pg := range volcano.Items {
+		st.PodGroups[pg.Name] = pg.Spec.MinMember
+	}
+	for _, pg := range native.Items {
+		st.PodGroups[pg.Name] = pg.Spec.SchedulingPolicy.Gang.MinCount
+	}
+	for _, wl := range workloads.Items {
+		st.Workloads = append(st.Workloads, wl.Name)
+	}
+	for _, cpg := range composites.Items {
+		st.Composites = append(st.Composites, cpg.Name)
+	}
+	return st
+}
+
+// TestReconcile runs Reconcile twice on a JobSet and what exists beside it, and reads back the
+// PodGroups and Workloads and every Event: the second run must change nothing and tell nothing.
+func TestReconcile(t *testing.T) {
+	volcano := map[string]string{contract.SchedulerAnnotationKey: "volcano"}
+	sequenced := map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ExecutionPolicyAnnotationKey: "InOrder"}
+	native := map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}
+	all := backend.ByScheduler(backend.All(backend.Names{}))
+	cases := map[string]struct {
+		js         func(t *testing.T) *jobsetv1alpha2.JobSet
+		objs       func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object
+		installed  []contract.Scheduler // all when empty
+		composites bool                 // CompositePodGroup served
+		want       state
+		wantEvents []string
+	}{
+		"volcano: one gang, made": {
+			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			want:       state{PodGroups: map[string]int32{"js": 4}},
+			wantEvents: []string{"Normal PodGroupCreated Created volcano PodGroup js: minMember 4, minResources none"},
+		},
+		"volcano, sequenced: the first stage only, until the second is released": {
+			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(sequenced, false)) },
+			want:       state{PodGroups: map[string]int32{"js-stage-0": 2}},
+			wantEvents: []string{"Normal PodGroupCreated Created volcano PodGroup js-stage-0: minMember 2, minResources none"},
+		},
+		"volcano: the demand changed, the PodGroup follows": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
+				return []client.Object{podGroup(t, js, 0, 9)}
+			},
+			want:       state{PodGroups: map[string]int32{"js": 4}},
+			wantEvents: []string{"Normal PodGroupUpdated Updated volcano PodGroup js to the JobSet's demand: minMember 4, minResources none"},
+		},
+		"volcano: finished, the PodGroup deleted": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return finished(admitted(t, twoStages(volcano, false))) },
+			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
+				return []client.Object{podGroup(t, js, 0, 4)}
+			},
+			want:       state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Normal PodGroupDeleted Deleted volcano PodGroup js: the JobSet finished"},
+		},
+		"volcano: a PodGroup of the name that is not ours is left alone": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			objs: func(*testing.T, *jobsetv1alpha2.JobSet) []client.Object {
+				return []client.Object{&volcanov1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js"}, Spec: volcanov1beta1.PodGroupSpec{MinMember: 1}}}
+			},
+			want: state{PodGroups: map[string]int32{"js": 1}},
+			wantEvents: []string{"Warning PodGroupNameTaken PodGroup js exists and is not one podgroups made for this JobSet: " +
+				"it is left alone, and the pods that name it are scheduled against it"},
+		},
+		"kubernetes: the Workload, then the PodGroup": {
+			js:   func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(native, false)) },
+			want: state{PodGroups: map[string]int32{"js": 4}, Workloads: []string{"js"}},
+			wantEvents: []string{
+				"Normal WorkloadCreated Created Workload js: 1 PodGroup templates, one per gang",
+				"Normal PodGroupCreated Created kubernetes PodGroup js: gang minCount 4",
+			},
+		},
+		"kubernetes: finished, the PodGroup deleted, then the Workload": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return finished(admitted(t, twoStages(native, false))) },
+			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
+				s, gangs, _ := gang.Read(js)
+				wl, err := backend.Kubernetes{}.BuildWorkload(js, gangs, s, func(gang.Gang) string { return "" })
+				if err != nil {
+					t.Fatal(err)
+				}
+				wl.UID = "workload-uid"
+				return []client.Object{podGroup(t, js, 0, 4), wl}
+			},
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{
+				"Normal PodGroupDeleted Deleted kubernetes PodGroup js: the JobSet finished",
+				"Normal WorkloadDeleted Deleted Workload js: the JobSet finished",
+			},
+		},
+		"kubernetes, composite: the Workload, the CompositePodGroup, a PodGroup per Job": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+			},
+			composites: true,
+			want:       state{PodGroups: map[string]int32{"js-init-0": 1, "js-init-1": 1, "js-main-0": 1, "js-main-1": 1}, Workloads: []string{"js"}, Composites: []string{"js"}},
+			wantEvents: []string{
+				"Normal WorkloadCreated Created Workload js: 1 PodGroup templates, one per gang",
+				"Normal CompositePodGroupCreated Created CompositePodGroup js: all of its 4 Jobs or none, each Job a PodGroup of its own",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-init-0: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-init-1: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-main-0: gang minCount 1",
+				"Normal PodGroupCreated Created kubernetes PodGroup js-main-1: gang minCount 1",
+			},
+		},
+		"kubernetes, composite, CompositePodGroup not served: nothing made, told once": {
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+			},
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning SchedulerNotInstalled No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) " +
+				"was not served when the podgroups controller started; turn it on and restart the controller"},
+		},
+		"not admitted: nothing made, told once": {
+			js:   func(*testing.T) *jobsetv1alpha2.JobSet { return twoStages(volcano, false) },
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning NotAdmitted The JobSet was created while the podgroups webhook was not running: " +
+				"its pods name no PodGroup and are not gang-scheduled; re-create the JobSet"},
+		},
+		"scheduler not installed: nothing made, told once": {
+			js:        func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			installed: []contract.Scheduler{contract.SchedulerKubernetes},
+			want:      state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning SchedulerNotInstalled No PodGroup is made: the volcano PodGroup CRD (scheduling.volcano.sh/v1beta1) " +
+				"was not served when the podgroups controller started; install it and restart the controller"},
+		},
+		"invalid settings: nothing made, told once": {
+			js: func(*testing.T) *jobsetv1alpha2.JobSet {
+				return twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ScheduleTimeoutAnnotationKey: "9"}, false)
+			},
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning InvalidPodGroupSettings No PodGroup is made: " +
+				`metadata.annotations[podgroups.jobset-addons.io/schedule-timeout-seconds]: Forbidden: applies only to scheduler "coscheduling", not "volcano"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			installed := all
+			if tc.installed != nil {
+				installed = map[contract.Scheduler]backend.Backend{}
+				for _, s := range tc.installed {
+					installed[s] = all[s]
+				}
+			}
+			js := tc.js(t)
+			objs := []client.Object{js}
+			if tc.objs != nil {
+				objs = append(objs, tc.objs(t, js)...)
+			}
+			c := fakeCluster(t, installed, tc.composites, objs...)
+			rec := events.NewFakeRecorder(100)
+			clock := clocktesting.NewFakeClock(start)
+			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: installed, DefaultQueue: "default", Composites: tc.composites,
+				deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
+			for range 2 {
+				if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, read(t, c)); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGoing: an object this process deleted is "going" until the cache shows it changed (its
+// deletion) or addon.MadeTTL has passed, so that a PodGroup a finalizer holds is deleted, and
+// told, once; one with a deletionTimestamp is going whoever deleted it.
+func TestGoing(t *testing.T) {
+	clock := clocktesting.NewFakeClock(start)
+	r := &Reconciler{Clock: clock, deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "one", ResourceVersion: "1"}}
+	if r.going(pg) || r.going(nil) {
+		t.Fatal("going before any deletion")
+	}
+	r.deleted.Wrote(pg)
+	if !r.going(pg) {
+		t.Error("not going right after its deletion")
+	}
+	if r.going(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{UID: "other", ResourceVersion: "1"}}) {
+		t.Error("another UID of the name is going")
+	}
+	clock.Step(addon.MadeTTL)
+	if r.going(pg) {
+		t.Error("still going after MadeTTL")
+	}
+	pg.DeletionTimestamp = &metav1.Time{Time: start}
+	if !r.going(pg) {
+		t.Error("not going with a deletionTimestamp")
+	}
+}

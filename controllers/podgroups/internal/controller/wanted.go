@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// wanted are the gangs whose PodGroup should exist now, and, for the others that may exist,
+// why they should not:
+//   - none once the JobSet has finished;
+//   - a JobSet that is not sequenced: its one gang, suspended or not (Kueue may change the
+//     demand while suspended; the PodGroup follows);
+//   - a sequenced JobSet: each stage that may run in the current restart attempt (stage 0; a
+//     stage the sequencer released; a stage upstream dependsOn holds back once upstream has
+//     created its Jobs) and has not finished yet (all its Jobs of the attempt Complete).
+func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) ([]gang.Gang, map[string]string, error) {
+	why := map[string]string{}
+	if jobsets.Finished(js) {
+		for _, g := range gangs {
+			why[g.Name] = "the JobSet finished"
+		}
+		return nil, why, nil
+	}
+	if len(gangs) == 1 {
+		return gangs, why, nil
+	}
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		reconcileErrors.WithLabelValues("list").Inc()
+		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	jobs.Items = jobsets.OwnedJobs(js, jobs.Items)
+	attempt := jobsets.CurrentAttempt(js, jobs.Items)
+	released := contract.Released{RestartAttempt: attempt}
+	if v, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
+		if got, errs := contract.ParseReleased(v, nil); len(errs) == 0 && got.RestartAttempt == attempt {
+			released = got
+		}
+	}
+	created, complete := map[string]int32{}, map[string]int32{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if jobsets.AttemptOf(j.Labels) != attempt {
+			continue
+		}
+		rj := j.Labels[contract.ReplicatedJobNameLabelKey]
+		created[rj]++
+		if jobsets.JobHas(j, batchv1.JobComplete) {
+			complete[rj]++
+		}
+	}
+	var want []gang.Gang
+	for _, g := range gangs {
+		st := g.Stage
+		mayRun := released.StageReleased(st)
+		if !st.Gated && st.Index > 0 {
+			mayRun = slices.ContainsFunc(st.ReplicatedJobs, func(rj string) bool { return created[rj] > 0 })
+		}
+		finished := true
+		for _, name := range st.ReplicatedJobs {
+			if complete[name] < jobsets.ReplicatedJob(js, name).Replicas {
+				finished = false
+			}
+		}
+		switch {
+		case finished:
+			why[g.Name] = fmt.Sprintf("stage %d finished in restart attempt %d", st.Index, attempt)
+		case !mayRun:
+			why[g.Name] = fmt.Sprintf("stage %d may not run yet in restart attempt %d", st.Index, attempt)
+		default:
+			want = append(want, g)
+		}
+	}
+	return want, why, nil
+}
+
+// wants are what a reconcile makes: the gangs wanted now, each composite gang (a
+// CompositePodGroup) apart from the PodGroups (units), and why each other gang is not wanted.
+type wants struct {
+	gangs, composites, units []gang.Gang
+	why                      map[string]string
+}
+
+// wants splits the wanted gangs (wanted) into composite gangs and units; a composite gang not
+// wanted has its Jobs' PodGroups not wanted, for its reason.
+func (r *Reconciler) wants(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) (wants, error) {
+	want, why, err := r.wanted(ctx, js, gangs)
+	if err != nil {
+		return wants{}, err
+	}
+	for _, g := range gangs {
+		if reason, unwanted := why[g.Name]; unwanted {
+			for _, c := range g.Children() {
+				why[c.Name] = reason
+			}
+		}
+	}
+	w := wants{gangs: want, units: gang.Units(want), why: why}
+	for _, g := range want {
+		if len(g.Jobs) > 0 {
+			w.composites = append(w.composites, g)
+		}
+	}
+	return w, nil
+}

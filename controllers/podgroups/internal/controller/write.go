@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// written says what write did.
+type written int
+
+const (
+	unchanged written = iota
+	created
+	updated
+	notOurs
+	// replaced: ours, with something the API lets not change (a PodGroup's claims) other than
+	// want's; deleted, to be made again once gone.
+	replaced
+)
+
+// kind is how write makes, reads and changes objects of one kind T: kind names them in errors,
+// made remembers what was created, newObj is an empty one, adopt brings one of ours on the
+// server (have) to want, and replace (if set) tells whether adopt cannot.
+type kind[T client.Object] struct {
+	name    string
+	made    *addon.Made
+	newObj  func() T
+	adopt   func(have, want T)
+	replace func(have, want T) bool
+}
+
+// write creates want, or, when have (ours: its metadata from the cache, or nil) carries another
+// spec hash than want, brings it to want through k.adopt, starting from the whole object as the
+// apiserver has it; or deletes it when k.replace says adopt cannot. It returns the object as
+// created, or as read and changed.
+func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alpha2.JobSet, k kind[T], want T, have client.Object) (written, T, error) {
+	var none T
+	wantHash := want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
+	whole, read := k.newObj(), false
+	if have == nil {
+		err := r.Client.Create(ctx, want)
+		if err == nil {
+			k.made.Created(want)
+			return created, want, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			reconcileErrors.WithLabelValues("create").Inc()
+			return unchanged, none, fmt.Errorf("creating %s %s: %w", k.name, want.GetName(), err)
+		}
+		// Ours and not in the cache yet, or someone else's.
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), whole); err != nil {
+			return unchanged, none, client.IgnoreNotFound(err)
+		}
+		if !backend.Ours(whole, js) {
+			return notOurs, whole, nil
+		}
+		have, read = whole, true
+	}
+	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+		return unchanged, none, nil
+	}
+	if !read {
+		// The cache holds metadata only: the change starts from the whole object as it is.
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), whole); err != nil {
+			return unchanged, none, client.IgnoreNotFound(err) // deleted meanwhile: the delete event brings us back
+		}
+		if !backend.Ours(whole, js) || whole.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+			return unchanged, none, nil // changed meanwhile: its event brings us back
+		}
+	}
+	if terminating(whole) {
+		return unchanged, none, nil // deleted, held by a finalizer: its removal brings us back
+	}
+	if k.replace != nil && k.replace(whole, want) {
+		if deleted, err := r.remove(ctx, k.name, have); !deleted {
+			return unchanged, none, err
+		}
+		return replaced, whole, nil
+	}
+	patchBase := whole.DeepCopyObject().(client.Object)
+	k.adopt(whole, want)
+	if err := r.Client.Patch(ctx, whole, client.MergeFrom(patchBase)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return unchanged, none, nil // deleted meanwhile: the delete event brings us back
+		}
+		reconcileErrors.WithLabelValues("update").Inc()
+		return unchanged, none, fmt.Errorf("updating %s %s: %w", k.name, want.GetName(), err)
+	}
+	return updated, whole, nil
+}
+
+// terminating tells whether o (nil: none) was deleted and waits on a finalizer.
+func terminating(o client.Object) bool {
+	return o != nil && !o.GetDeletionTimestamp().IsZero()
+}
+
+// going tells whether o is on its way out: deleted, as the cache shows or as this process did
+// and the cache does not show yet.
+func (r *Reconciler) going(o client.Object) bool {
+	return terminating(o) || (o != nil && r.deleted.Pending(o))
+}
+
+// remove deletes one of our objects (as the cache shows it, or as read), with a UID
+// precondition: never a newer one of the name. It tells whether it deleted it (not when it was
+// gone already or replaced).
+func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (bool, error) {
+	uid := o.GetUID()
+	if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return false, nil
+		}
+		reconcileErrors.WithLabelValues("delete").Inc()
+		return false, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err)
+	}
+	r.deleted.Wrote(o)
+	return true, nil
+}
