@@ -124,8 +124,8 @@ $(CONTAINERD_DIR)/crictl: tools/crictl/go.mod
 		"-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)"
 KIND_NODE_BINS := $(addprefix $(BIN)/kube-$(KUBE_VERSION)/,$(KUBE_BINS) kubelet kubeadm kube-proxy) \
 	$(addprefix $(CONTAINERD_DIR)/,containerd containerd-shim-runc-v2 ctr crictl) $(ETCD_DIR)/etcd $(BIN)/pause
-$(BIN)/pause: e2e/cmd/pause/main.go
-	cd e2e && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/pause
+$(BIN)/pause: e2e/kindbed/images/pause/main.go
+	cd e2e && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./kindbed/images/pause
 
 # bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
 # PATH look in: links to the versioned binaries above, and JobSet's manifests.

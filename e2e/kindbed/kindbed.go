@@ -39,7 +39,7 @@ const (
 	Release = "jsa"
 	// WorkloadImage is the image of test pods: busybox, never pulled.
 	WorkloadImage = "kind.local/busybox:e2e"
-	// DeviceClass is the DRA driver's DeviceClass (e2e/cmd/dra-driver).
+	// DeviceClass is the DRA driver's DeviceClass (e2e/kindbed/images/dra-driver).
 	DeviceClass = "gpu.e2e.jobset-addons.io"
 	// CoschedulingSchedulerName is the in-cluster scheduler-plugins scheduler.
 	CoschedulingSchedulerName = testbed.CoschedulingSchedulerName
