@@ -124,8 +124,8 @@ $(CONTAINERD_DIR)/crictl: tools/crictl/go.mod
 		"-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)"
 KIND_NODE_BINS := $(addprefix $(BIN)/kube-$(KUBE_VERSION)/,$(KUBE_BINS) kubelet kubeadm kube-proxy) \
 	$(addprefix $(CONTAINERD_DIR)/,containerd containerd-shim-runc-v2 ctr crictl) $(ETCD_DIR)/etcd $(BIN)/pause
-$(BIN)/pause: e2e/cmd/pause/main.go
-	cd e2e && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/pause
+$(BIN)/pause: e2e/kindbed/images/pause/main.go
+	cd e2e && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./kindbed/images/pause
 
 # bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
 # PATH look in: links to the versioned binaries above, and JobSet's manifests.
@@ -312,7 +312,7 @@ e2e-kind-release: kind-up-deps
 
 .PHONY: bench-kind
 bench-kind: kind-up-deps ## First real-node figures on kind: 8 pods with all four add-ons against a plain JobSet; the sequencer's hand-off
-	cd e2e && $(KIND_ENV) GOWORK=off go test -count=1 -run '^$$' -bench RealNodes -benchtime 1x -timeout 30m ./suites/kind/
+	cd e2e && $(KIND_ENV) GOWORK=off go test -count=1 -run '^$$' -bench RealNodes -benchtime 1x -timeout 30m ./bench/kind/
 
 .PHONY: kind-up-deps
 kind-up-deps: testbed-bins $(KIND) $(KO) $(HELM_DIR)/helm $(if $(KIND_NODE_IMAGE),,kind-image) kind-images
@@ -339,22 +339,22 @@ tools: testbed-bins kueue-bins trainer-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_D
 
 .PHONY: bench
 bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 30m ./bench/...'
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 30m ./bench/'
 BENCHTIME ?= 2000x
 
 .PHONY: bench-volumeclaims
 bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a bare client and upstream JobSet; prints a table
 	cd controllers/volumeclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkPodWebhook$$' -benchmem ./internal/webhook/ && \
 		GOWORK=off go test -run '^$$' -bench 'PodWebhookOverTLS' -benchtime 1x ./internal/webhook/
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench VolumeClaims -benchtime 1x -timeout 30m ./bench/...'
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench VolumeClaims -benchtime 1x -timeout 30m ./bench/'
 
 .PHONY: bench-sequencer
 bench-sequencer: build testbed-bins $(TESTBEDCTL) ## sequencer hand-off against upstream JobSet dependsOn, same run; prints a table
-	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench Sequencer -benchtime 1x -timeout 30m ./bench/...'
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench Sequencer -benchtime 1x -timeout 30m ./bench/'
 
 .PHONY: bench-podgroups
 bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare client; update while suspended; prints a table
-	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/...'
+	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/'
 
 # Not part of make test nor make bench: the four add-ons together at scale (see e2e/bench/scale_test.go
 # for its parameters; SCALE_JOBSETS=50 SCALE_BIG_JOBS=10 runs it small), on a testbed of SCALE_NODES
@@ -367,7 +367,7 @@ bench-scale: build testbed-bins $(TESTBEDCTL) ## The four add-ons together: 1,00
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
 	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/
-	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench ResourceClaims -benchtime 1x -timeout 30m ./bench/...'
+	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench ResourceClaims -benchtime 1x -timeout 30m ./bench/'
 
 .PHONY: testbed-up
 testbed-up: testbed-bins $(TESTBEDCTL) ## Start the local testbed and print its KUBECONFIG

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
@@ -128,7 +129,7 @@ func CreateAll(ctx context.Context, t *testing.T, c client.Client, objs ...clien
 // returns its JobSet (the last one, when there are several) and all its objects.
 func Example(t *testing.T, dir, file, ns string) (*jobsetv1alpha2.JobSet, []client.Object) {
 	t.Helper()
-	root, err := testbed.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
 
 type namespaceKey struct{}
@@ -79,7 +79,7 @@ func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 // ns/name and returns what it printed.
 func AddonsStatus(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, name string) string {
 	t.Helper()
-	root, err := testbed.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/support/kind"
 	"sigs.k8s.io/e2e-framework/third_party/helm"
 
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
 
 // Namespaces of what Up installs.
@@ -39,10 +39,10 @@ const (
 	Release = "jsa"
 	// WorkloadImage is the image of test pods: busybox, never pulled.
 	WorkloadImage = "kind.local/busybox:e2e"
-	// DeviceClass is the DRA driver's DeviceClass (e2e/cmd/dra-driver).
+	// DeviceClass is the DRA driver's DeviceClass (e2e/kindbed/images/dra-driver).
 	DeviceClass = "gpu.e2e.jobset-addons.io"
 	// CoschedulingSchedulerName is the in-cluster scheduler-plugins scheduler.
-	CoschedulingSchedulerName = testbed.CoschedulingSchedulerName
+	CoschedulingSchedulerName = repo.CoschedulingSchedulerName
 )
 
 // Images loaded into every cluster after it is up (hack/kind/images.sh builds them).
@@ -84,7 +84,7 @@ func (c Config) Release() bool { return c.Chart != "" }
 // KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC; and, for a release
 // (make release-check), KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION.
 func DefaultConfig() (Config, error) {
-	root, err := testbed.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return Config{}, err
 	}

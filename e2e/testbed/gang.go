@@ -14,18 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
 
 // Gang schedulers, each run beside the testbed's default scheduler as a second scheduler: pods
 // choose one by schedulerName.
 const (
-	// VolcanoSchedulerName is the schedulerName Volcano's scheduler serves here (Volcano's own
-	// default, and podgroups').
-	VolcanoSchedulerName = "volcano"
-	// CoschedulingSchedulerName is the schedulerName of scheduler-plugins' scheduler with the
-	// Coscheduling plugin here (scheduler-plugins' own name for it as a second scheduler, and
-	// podgroups' default).
-	CoschedulingSchedulerName = "scheduler-plugins-scheduler"
+	VolcanoSchedulerName      = repo.VolcanoSchedulerName
+	CoschedulingSchedulerName = repo.CoschedulingSchedulerName
 )
 
 // gangCRDs are the CustomResourceDefinitions the two schedulers need, by the directory of

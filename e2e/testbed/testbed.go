@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
 
 // Config describes one testbed.
@@ -119,23 +121,8 @@ func DefaultConfig() (Config, error) {
 	return c, nil
 }
 
-// RepoRoot walks up from the working directory to the directory holding go.work.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the working directory: run from inside the repository")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is repo.Root: the directory holding go.work.
+func RepoRoot() (string, error) { return repo.Root() }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -13,7 +13,7 @@
 #     built from Go modules by the Makefile, as the testbed's are;
 #   - the control plane's images preloaded in the node's containerd: kube-apiserver,
 #     kube-controller-manager, kube-scheduler and etcd FROM scratch, kube-proxy on the Debian root
-#     filesystem, and pause (e2e/cmd/pause) under the tags kubeadm and kind's containerd ask for;
+#     filesystem, and pause (e2e/kindbed/images/pause) under the tags kubeadm and kind's containerd ask for;
 #   - a bridge CNI config (the cluster runs without kindnetd: disableDefaultCNI) and a first
 #     entrypoint (hack/kind/node/entrypoint) that makes read-only cgroup v1 hierarchies writable,
 #     a kubeadm (hack/kind/node/kubeadm) that waits for containerd before it runs, and the default

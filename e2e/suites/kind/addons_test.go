@@ -78,19 +78,19 @@ func TestWebhooksThroughServices(t *testing.T) {
 		}
 		bad := map[string]func() client.Object{
 			"volumeclaims": func() client.Object {
-				return jobSet(ns, "bad-volumeclaims", map[string]string{contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: nomount}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}}]}]`}, 0,
-					replicatedJob("w", 1, 1, "true"))
+				return kindbed.JobSet(ns, "bad-volumeclaims", map[string]string{contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: nomount}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}}]}]`}, 0,
+					kindbed.ReplicatedJob("w", 1, 1, "true"))
 			},
 			"resourceclaims": func() client.Object {
-				rj := replicatedJob("w", 1, 1, "true")
+				rj := kindbed.ReplicatedJob("w", 1, 1, "true")
 				rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: gpu}, spec: {}, whenJobFinished: Sometimes}]`}
-				return jobSet(ns, "bad-resourceclaims", nil, 0, rj)
+				return kindbed.JobSet(ns, "bad-resourceclaims", nil, 0, rj)
 			},
 			"sequencer": func() client.Object {
-				return jobSet(ns, "bad-sequencer", map[string]string{contract.ExecutionPolicyAnnotationKey: "Sideways"}, 0, replicatedJob("w", 1, 1, "true"))
+				return kindbed.JobSet(ns, "bad-sequencer", map[string]string{contract.ExecutionPolicyAnnotationKey: "Sideways"}, 0, kindbed.ReplicatedJob("w", 1, 1, "true"))
 			},
 			"podgroups": func() client.Object {
-				return jobSet(ns, "bad-podgroups", map[string]string{contract.SchedulerAnnotationKey: "nope"}, 0, replicatedJob("w", 1, 1, "true"))
+				return kindbed.JobSet(ns, "bad-podgroups", map[string]string{contract.SchedulerAnnotationKey: "nope"}, 0, kindbed.ReplicatedJob("w", 1, 1, "true"))
 			},
 		}
 		for _, name := range addons {

@@ -27,7 +27,7 @@ func TestGangOnRealPods(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		gang := map[string]string{contract.SchedulerAnnotationKey: "coscheduling"}
 
-		fits := jobSet(ns, "fits", gang, 0, replicatedJob("w", 1, 3, "sleep 3"))
+		fits := kindbed.JobSet(ns, "fits", gang, 0, kindbed.ReplicatedJob("w", 1, 3, "sleep 3"))
 		if err := c.Create(ctx, fits); err != nil {
 			t.Fatal(err)
 		}
@@ -50,9 +50,9 @@ func TestGangOnRealPods(t *testing.T) {
 		cpu := freeCPU(ctx, t, c) * 45 / 100
 		t.Logf("each pod of the gangs below requests %dm CPU", cpu)
 		big := func(name string, annotations map[string]string) *jobsetv1alpha2.JobSet {
-			rj := replicatedJob("w", 1, 3, "sleep 3600")
+			rj := kindbed.ReplicatedJob("w", 1, 3, "sleep 3600")
 			rj.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI)}
-			return jobSet(ns, name, annotations, 0, rj)
+			return kindbed.JobSet(ns, name, annotations, 0, rj)
 		}
 		tooBig := big("too-big", gang)
 		if err := c.Create(ctx, tooBig); err != nil {

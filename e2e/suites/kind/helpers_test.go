@@ -8,64 +8,13 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/kindbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
-
-// jobSet is a JobSet of the given ReplicatedJobs with annotations, that fails at once when a
-// Job fails unless restarts is above 0.
-func jobSet(ns, name string, annotations map[string]string, restarts int32, rjobs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
-		Spec: jobsetv1alpha2.JobSetSpec{
-			ReplicatedJobs: rjobs,
-			FailurePolicy:  &jobsetv1alpha2.FailurePolicy{MaxRestarts: restarts},
-		},
-	}
-}
-
-// replicatedJob is an Indexed ReplicatedJob of replicas Jobs of pods pods each, whose one
-// container runs script in busybox with mounts, and sees its place in the JobSet as $ME
-// (<rjob>-<job index>-<completion index>) and the JobSet's restart attempt as $ATTEMPT.
-func replicatedJob(name string, replicas, pods int32, script string, mounts ...string) jobsetv1alpha2.ReplicatedJob {
-	ctr := corev1.Container{
-		Name: "work", Image: kindbed.WorkloadImage, ImagePullPolicy: corev1.PullNever,
-		Command: []string{"/bin/sh", "-c", `ME="$RJOB-$JOB_INDEX-$JOB_COMPLETION_INDEX"; ` + script},
-		Env: []corev1.EnvVar{
-			{Name: "RJOB", Value: name},
-			fieldEnv("JOB_INDEX", "metadata.labels['"+contract.JobIndexLabelKey+"']"),
-			fieldEnv("ATTEMPT", "metadata.annotations['"+contract.RestartAttemptAnnotationKey+"']"),
-		},
-		Resources: corev1.ResourceRequirements{},
-	}
-	for _, m := range mounts {
-		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: m, MountPath: "/" + m})
-	}
-	return jobsetv1alpha2.ReplicatedJob{
-		Name: name, Replicas: replicas,
-		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(pods), Completions: ptr.To(pods), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy:                 corev1.RestartPolicyNever,
-				TerminationGracePeriodSeconds: ptr.To[int64](1),
-				Containers:                    []corev1.Container{ctr},
-			}},
-		}},
-	}
-}
-
-func fieldEnv(name, path string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-}
 
 // pods lists the JobSet's pods, sorted by name.
 func pods(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, extra ...client.ListOption) []corev1.Pod {

@@ -6,13 +6,11 @@
 package kind_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/kindbed"
 )
@@ -22,34 +20,13 @@ var (
 	kb      kindbed.Config
 )
 
-func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "kindbed: "+format+"\n", args...) }
+func logf(format string, args ...any) { kindbed.Logf(format, args...) }
 
 func TestMain(m *testing.M) {
 	var err error
-	kb, err = kindbed.DefaultConfig()
-	if err != nil {
+	if testenv, kb, err = kindbed.Environment(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testenv = env.NewWithConfig(envconf.New())
-	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		if _, err := kindbed.Up(ctx, kb, logf); err != nil {
-			if os.Getenv("E2E_KIND_KEEP") == "" {
-				if derr := kindbed.Down(ctx, kb, logf); derr != nil {
-					logf("deleting the cluster after a failed start: %v", derr)
-				}
-			}
-			return ctx, err
-		}
-		cfg.WithKubeconfigFile(kb.Kubeconfig())
-		return ctx, nil
-	})
-	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		if os.Getenv("E2E_KIND_KEEP") != "" {
-			logf("E2E_KIND_KEEP is set: cluster %s left running; KUBECONFIG=%s", kb.Name, kb.Kubeconfig())
-			return ctx, nil
-		}
-		return ctx, kindbed.Down(ctx, kb, logf)
-	})
 	os.Exit(testenv.Run(m))
 }

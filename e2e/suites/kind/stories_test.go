@@ -39,12 +39,12 @@ fi
 got=$(cat /ckpt/index)
 echo "attempt $ATTEMPT: $ME read $got"
 [ "$got" = "$ME" ]`
-		js := jobSet(ns, "story1", map[string]string{contract.PoliciesAnnotationKey: `
+		js := kindbed.JobSet(ns, "story1", map[string]string{contract.PoliciesAnnotationKey: `
 - targetReplicatedJobs: [worker]
   templates:
   - metadata: {name: ckpt}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 8Mi}}}`}, 1,
-			replicatedJob("worker", 2, 2, script, "ckpt"))
+			kindbed.ReplicatedJob("worker", 2, 2, script, "ckpt"))
 		if err := c.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}
@@ -103,15 +103,15 @@ func TestSharedModelInOrder(t *testing.T) {
 	f := framework.NamespacedFeature("KEP-572 story 2", "initializer writes, trainers read after it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		js := jobSet(ns, "story2", map[string]string{
+		js := kindbed.JobSet(ns, "story2", map[string]string{
 			contract.PoliciesAnnotationKey: `
 - templates:
   - metadata: {name: model}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 8Mi}}}`,
 			contract.ExecutionPolicyAnnotationKey: "InOrder",
 		}, 0,
-			replicatedJob("initializer", 1, 1, `sleep 2; echo "weights written by $ME" >/model/weights && sync && cat /model/weights`, "model"),
-			replicatedJob("trainer", 1, 2, `echo "$ME read: $(cat /model/weights)"`, "model"))
+			kindbed.ReplicatedJob("initializer", 1, 1, `sleep 2; echo "weights written by $ME" >/model/weights && sync && cat /model/weights`, "model"),
+			kindbed.ReplicatedJob("trainer", 1, 2, `echo "$ME read: $(cat /model/weights)"`, "model"))
 		if err := c.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}
@@ -164,11 +164,11 @@ func TestClaimPerJobSeenByContainer(t *testing.T) {
 	f := framework.NamespacedFeature("resourceclaims", "a claim per Job, allocated and seen in the container", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		rj := replicatedJob("gpu", 2, 1, `env | grep '^DRA_' | sort`)
+		rj := kindbed.ReplicatedJob("gpu", 2, 1, `env | grep '^DRA_' | sort`)
 		rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: fmt.Sprintf(`
 - metadata: {name: dev}
   spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: %s}}]}}`, kindbed.DeviceClass)}
-		js := jobSet(ns, "claims", nil, 0, rj)
+		js := kindbed.JobSet(ns, "claims", nil, 0, rj)
 		if err := c.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}

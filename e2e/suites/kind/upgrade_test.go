@@ -47,8 +47,8 @@ func TestHelmLifecycle(t *testing.T) {
 			t.Errorf("sequencer args after the upgrade: %s, want --log-level=debug", args)
 		}
 		inOrder := func(name string) *jobsetv1alpha2.JobSet {
-			return jobSet(ns, name, map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
-				replicatedJob("first", 1, 1, "sleep 1"), replicatedJob("second", 1, 1, "true"))
+			return kindbed.JobSet(ns, name, map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
+				kindbed.ReplicatedJob("first", 1, 1, "sleep 1"), kindbed.ReplicatedJob("second", 1, 1, "true"))
 		}
 		upgraded := inOrder("after-upgrade")
 		if err := c.Create(ctx, upgraded); err != nil {
@@ -68,18 +68,18 @@ func TestHelmLifecycle(t *testing.T) {
 				t.Errorf("%s lost its objects when podgroups was turned off", name)
 			}
 		}
-		withPVC := jobSet(ns, "without-podgroups", map[string]string{
+		withPVC := kindbed.JobSet(ns, "without-podgroups", map[string]string{
 			contract.ExecutionPolicyAnnotationKey: "InOrder",
 			contract.PoliciesAnnotationKey:        `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 8Mi}}}}], retentionPolicy: {whenComplete: Retain}}]`,
-		}, 0, replicatedJob("first", 1, 1, "echo kept >/data/f", "data"), replicatedJob("second", 1, 1, "cat /data/f", "data"))
+		}, 0, kindbed.ReplicatedJob("first", 1, 1, "echo kept >/data/f", "data"), kindbed.ReplicatedJob("second", 1, 1, "cat /data/f", "data"))
 		if err := c.Create(ctx, withPVC); err != nil {
 			t.Fatal(err)
 		}
 		framework.WaitJobSet(ctx, t, c, withPVC, jobsetv1alpha2.JobSetCompleted)
 
 		// A sequenced JobSet whose second stage is still gated when the chart goes.
-		gated := jobSet(ns, "gated", map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
-			replicatedJob("first", 1, 1, "while [ ! -f /tmp/done ]; do sleep 0.2; done"), replicatedJob("second", 1, 1, "true"))
+		gated := kindbed.JobSet(ns, "gated", map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
+			kindbed.ReplicatedJob("first", 1, 1, "while [ ! -f /tmp/done ]; do sleep 0.2; done"), kindbed.ReplicatedJob("second", 1, 1, "true"))
 		if err := c.Create(ctx, gated); err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,5 @@
 // Command dra-driver is a small but real DRA (Dynamic Resource Allocation, resource.k8s.io/v1)
-// kubelet plugin for the e2e kind cluster. It runs as a DaemonSet (e2e/kind/manifests/dra-driver.yaml)
+// kubelet plugin for the e2e kind cluster. It runs as a DaemonSet (e2e/kindbed/manifests/dra-driver.yaml)
 // and lets an e2e test prove that a ResourceClaim made by the resourceclaims add-on gets allocated
 // by the scheduler and that the container sees what was allocated.
 //

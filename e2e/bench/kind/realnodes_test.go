@@ -99,7 +99,9 @@ func timeToRunning(ctx context.Context, c client.Client, ns, name string, v vari
 	var ann map[string]string
 	// One pod per Job: a claim shared by the pods of a coscheduling gang deadlocks in
 	// scheduler-plugins v0.33.5 (docs/kind.md, limits).
-	stage := func(n string) jobsetv1alpha2.ReplicatedJob { return replicatedJob(n, 4, 1, "exec sleep 3600", "data") }
+	stage := func(n string) jobsetv1alpha2.ReplicatedJob {
+		return kindbed.ReplicatedJob(n, 4, 1, "exec sleep 3600", "data")
+	}
 	first, second := stage("first"), stage("second")
 	if addons {
 		ann = map[string]string{
@@ -140,7 +142,7 @@ func timeToRunning(ctx context.Context, c client.Client, ns, name string, v vari
 			rj.Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}
 	}
-	js := jobSet(ns, name, ann, 0, first, second)
+	js := kindbed.JobSet(ns, name, ann, 0, first, second)
 	start := time.Now()
 	if err := c.Create(ctx, js); err != nil {
 		return 0, err
@@ -180,8 +182,8 @@ func timeToRunning(ctx context.Context, c client.Client, ns, name string, v vari
 func handOffs(ctx context.Context, c client.Client, ns string, n int) ([]time.Duration, error) {
 	var out []time.Duration
 	for i := 0; i < n; i++ {
-		js := jobSet(ns, fmt.Sprintf("handoff-%d", i), map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
-			replicatedJob("first", 1, 1, "sleep 1"), replicatedJob("second", 1, 1, "sleep 2"))
+		js := kindbed.JobSet(ns, fmt.Sprintf("handoff-%d", i), map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"}, 0,
+			kindbed.ReplicatedJob("first", 1, 1, "sleep 1"), kindbed.ReplicatedJob("second", 1, 1, "sleep 2"))
 		if err := c.Create(ctx, js); err != nil {
 			return nil, err
 		}
