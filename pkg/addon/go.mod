@@ -7,6 +7,7 @@ replace github.com/jobset-addons/jobset-addons/pkg/contract => ../contract
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/go-logr/zapr v1.3.0
+	github.com/google/go-cmp v0.7.0
 	github.com/jobset-addons/jobset-addons/pkg/contract v0.0.0
 	github.com/open-policy-agent/cert-controller v0.16.0
 	github.com/prometheus/client_golang v1.24.0
