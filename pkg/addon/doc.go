@@ -10,8 +10,14 @@
 // learned one controller reads the others:
 //
 //   - The preamble. A Reconcile starts with ReconcileJobSet: the JobSet from the cache, nothing to
-//     do when it is gone or being deleted; the context it returns logs with the JobSet. Its
-//     duration goes to ObserveReconcile, by result.
+//     do when it is gone, being deleted, or not this cluster's (below); the context it returns
+//     logs with the JobSet. Its duration goes to ObserveReconcile, by result.
+//   - Whose JobSet. A JobSet whose spec.managedBy names another controller
+//     (contract.ManagedElsewhere; MultiKueue's manager cluster keeps such copies) is not acted
+//     on: the JobSets' cache (JobSetsUsing) keeps of it only what NotHere leaves, on which no
+//     add-on's Uses holds; ReconcileJobSet skips it; the JobSet mutating webhook
+//     (RegisterJobSetWebhooks) leaves it as it is, and the validating one validates it. One
+//     Normal Event, ReasonManagedElsewhere, tells the user, whichever add-ons see it.
 //   - Written, the cache is behind. What a reconcile wrote is remembered until its cache shows
 //     it, so that the next reconcile, which may run before the watch brings the write, does not
 //     write it again: Made for objects created (by name, until the informer shows them),

@@ -36,8 +36,8 @@ type annotated struct {
 
 // startEvents starts a broadcaster that writes Events through httpClient (the manager's
 // connections), with cfg's identity, at qps and burst, until ctx is done; stop it with
-// Shutdown. Events are best effort: those waiting for the rate limit die with the process.
-func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, error) {
+// Shutdown. The client it writes through is returned too. Events are best effort: those waiting for the rate limit die with the process.
+func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, eventsv1client.EventsV1Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
 	// Events are a built-in kind: protobuf costs the API server and us less than JSON, as for
@@ -45,13 +45,13 @@ func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client,
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cl, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("creating the events client: %w", err)
+		return nil, nil, fmt.Errorf("creating the events client: %w", err)
 	}
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cl})
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+		return nil, nil, fmt.Errorf("starting the event broadcaster: %w", err)
 	}
-	return b, nil
+	return b, cl, nil
 }
 
 type noteLimit struct{ events.EventRecorder }

@@ -34,9 +34,13 @@ func TestReconcileJobSet(t *testing.T) {
 	}
 	deleting := managedJobSet(nil)
 	deleting.Name, deleting.Finalizers, deleting.DeletionTimestamp = "deleting", []string{"x"}, ptr.To(metav1.Now())
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(managedJobSet(nil), deleting).Build()
+	elsewhere := managedJobSet(ptr.To("kueue.x-k8s.io/multikueue"))
+	elsewhere.Name = "elsewhere"
+	own := managedJobSet(ptr.To(contract.JobSetControllerManagedBy))
+	own.Name = "own"
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(managedJobSet(nil), deleting, elsewhere, own).Build()
 	for name, want := range map[string]struct{ found, ok bool }{
-		"gone": {}, "deleting": {found: true}, "js": {found: true, ok: true},
+		"gone": {}, "deleting": {found: true}, "elsewhere": {found: true}, "own": {found: true, ok: true}, "js": {found: true, ok: true},
 	} {
 		_, js, ok, err := ReconcileJobSet(context.Background(), c, types.NamespacedName{Namespace: "ns", Name: name})
 		if err != nil || (js != nil) != want.found || ok != want.ok {
