@@ -199,6 +199,9 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			r.made.Created(pvc)
 			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+		case apierrors.IsAlreadyExists(err) && r.ours(ctx, pvc):
+			// Made by an earlier reconcile, longer ago than the cache has shown it.
+			r.made.Created(pvc)
 		case apierrors.IsAlreadyExists(err):
 			// A PVC of this name that the add-on does not manage: the user's. It is mounted as
 			// it is, never changed and never deleted.
@@ -245,6 +248,18 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		addon.Tell(r.Recorder, js, deleted.related(js), corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
 	}
 	return failed.report(js, r.Recorder, actionDelete)
+}
+
+// ours tells whether the PVC of pvc's name that exists, which the cache does not show, carries
+// the add-on's managed-by label (read from the API server); pvc then holds it.
+func (r *Reconciler) ours(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+	if r.Reader == nil {
+		return false
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		return false
+	}
+	return pvc.Labels[contract.ManagedByLabelKey] == contract.VolumeClaimsManagedByValue
 }
 
 // parallel runs fn for 0..n-1, r.Workers at a time.
