@@ -41,7 +41,7 @@ func main() {
 			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
 		},
-		Setup: func(_ context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
+		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
 			if err := webhook.Register(mgr); err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func main() {
 				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
 				Workers:  workers,
 			}
-			return r.SetupWithManager(mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, concurrency)
 		},
 	})
 }

@@ -28,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Options is what a controller binary declares about itself.
@@ -154,7 +156,7 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	}
 	var uses *usesCache
 	if opts.Uses != nil {
-		uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait}
+		uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait, elsewhere: newElsewhere()}
 		byObject = uses.withUses(byObject)
 	}
 	hookServer := webhook.NewServer(webhook.Options{
@@ -254,11 +256,19 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 		cancel()
 	}()
-	eventBroadcaster, err := startEvents(ctx, restCfg, httpClient, cfg.EventQPS, cfg.EventBurst)
+	eventBroadcaster, eventsClient, err := startEvents(ctx, restCfg, httpClient, cfg.EventQPS, cfg.EventBurst)
 	if err != nil {
 		return err
 	}
 	defer eventBroadcaster.Shutdown()
+	if uses != nil {
+		// The leader tells of the JobSets managed elsewhere that use the add-on (JobSetsUsing).
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return uses.elsewhere.run(ctx, eventsClient, opts.Name+"."+contract.Domain)
+		})); err != nil {
+			return err
+		}
+	}
 	// Setup runs on a manager that is not started: controller-runtime holds the manager's lock
 	// while it starts the caches and waits for them, so that what Setup would add once started
 	// (informers, controllers) would wait for the informers made before it, and list after them.
