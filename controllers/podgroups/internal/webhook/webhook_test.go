@@ -257,6 +257,18 @@ func TestValidate(t *testing.T) {
 				fe(field.ErrorTypeInvalid, "metadata.name"),
 			},
 		},
+		"managed elsewhere (MultiKueue's manager): only what the JobSet says itself": {
+			js: func() *jobsetv1alpha2.JobSet {
+				js := jobSet(long, kv(schedulerKey, "coscheduling", timeoutKey, "abc", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "volcano-sched", "high"))
+				js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
+				return js
+			}(),
+			installed: []contract.Scheduler{volcano}, // coscheduling not here: the worker's to check
+			wantErrs: []string{
+				fe(field.ErrorTypeInvalid, timeoutPath),
+				fe(field.ErrorTypeInvalid, "metadata.name"),
+			},
+		},
 		"valid, priority classes differ in one gang": {
 			js:        jobSet("train", kv(schedulerKey, "volcano", queueKey, "research"), rj("a", "volcano-sched", "low"), rj("b", "", "high")),
 			installed: []contract.Scheduler{volcano},
