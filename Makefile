@@ -14,7 +14,11 @@ KWOK_VERSION   := v0.8.0
 JOBSET_VERSION := v0.12.0
 HELM_VERSION   := v4.3.0
 VOLCANO_VERSION      := v1.10.0
-SCHEDPLUGINS_VERSION := v0.33.5
+# scheduler-plugins' coscheduling scheduler of bin/testbed: tools/schedplugins pins
+# SCHEDPLUGINS_DEFAULT, tools/schedplugins-<version> another (NEIGHBOURS=old, or SCHEDPLUGINS_VERSION=).
+SCHEDPLUGINS_DEFAULT := v0.33.5
+SCHEDPLUGINS_OLD     := v0.33.5
+SCHEDPLUGINS_OTHER   := v0.34.7
 VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
 KO_VERSION           := v0.18.0
@@ -28,10 +32,12 @@ TRAINER_NEWEST := v2.3.0
 KUEUE_OLD      := v0.17.0
 TRAINER_OLD    := v2.1.0
 NEIGHBOURS     ?= new
+SCHEDPLUGINS_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(SCHEDPLUGINS_OLD),$(SCHEDPLUGINS_DEFAULT))
 KUEUE_VERSION   := $(if $(filter old,$(NEIGHBOURS)),$(KUEUE_OLD),$(KUEUE_NEWEST))
 TRAINER_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(TRAINER_OLD),$(TRAINER_NEWEST))
 kueue_mod   = $(if $(filter $(KUEUE_NEWEST),$1),tools/kueue,tools/kueue-$1)
 trainer_mod = $(if $(filter $(TRAINER_NEWEST),$1),tools/trainer,tools/trainer-$1)
+schedplugins_mod = $(if $(filter $(SCHEDPLUGINS_DEFAULT),$1),tools/schedplugins,tools/schedplugins-$1)
 
 ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
@@ -87,8 +93,8 @@ $(HELM_DIR)/helm: tools/helm/go.mod
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
 $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/scheduler
-$(SCHEDPLUGINS_DIR)/sp-scheduler: tools/schedplugins/go.mod
-	hack/build-tool.sh tools/schedplugins $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
+$(SCHEDPLUGINS_DIR)/sp-scheduler: $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION))/go.mod
+	hack/build-tool.sh $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)) $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
 
 # Kueue, run beside JobSet by the neighbour suites (make e2e-neighbours): its own wrapper module,
 # on its own Kubernetes and JobSet versions (v0.19.2: k8s.io/api v0.36, JobSet v0.12.0; v0.17.0:
@@ -143,7 +149,7 @@ $(BIN)/pause: e2e/cmd/pause/main.go
 TESTBED := $(BIN)/testbed
 mod_dir = $(shell cd $1 && GOWORK=off go list -m -f '{{.Dir}}' $2)
 VOLCANO_SRC = $(call mod_dir,tools/volcano,volcano.sh/volcano)
-SCHEDPLUGINS_SRC = $(call mod_dir,tools/schedplugins,sigs.k8s.io/scheduler-plugins)
+SCHEDPLUGINS_SRC = $(call mod_dir,$(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)),sigs.k8s.io/scheduler-plugins)
 # link_testbed DIR,KUBE,JOBSET: the recipe that fills DIR.
 link_testbed = hack/link-testbed.sh $1 $3 $(call mod_dir,$(call jobset_mod,$3),sigs.k8s.io/jobset) \
 	$(VOLCANO_SRC) $(SCHEDPLUGINS_SRC) $(call testbed_bins,$2,$3)
@@ -190,7 +196,7 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OTHER) tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
