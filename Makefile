@@ -15,10 +15,11 @@ JOBSET_VERSION := v0.12.0
 HELM_VERSION   := v4.3.0
 VOLCANO_VERSION      := v1.10.0
 # scheduler-plugins' coscheduling scheduler of bin/testbed: tools/schedplugins pins
-# SCHEDPLUGINS_DEFAULT, tools/schedplugins-<version> another (NEIGHBOURS=old, or SCHEDPLUGINS_VERSION=).
-SCHEDPLUGINS_DEFAULT := v0.33.5
+# SCHEDPLUGINS_DEFAULT (v0.34.7: built on Kubernetes 1.34, it allocates DRA claims through
+# resource.k8s.io/v1), tools/schedplugins-v0.33.5 the older one (NEIGHBOURS=old, or
+# SCHEDPLUGINS_VERSION=v0.33.5).
+SCHEDPLUGINS_DEFAULT := v0.34.7
 SCHEDPLUGINS_OLD     := v0.33.5
-SCHEDPLUGINS_OTHER   := v0.34.7
 VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
 KO_VERSION           := v0.18.0
@@ -196,7 +197,7 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OTHER) tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
