@@ -203,24 +203,32 @@ func TestDeviceQuota(t *testing.T) {
 					t.Errorf("Workload of %s charged %s %s: Kueue counted the claims (update the Warning and docs/install.md)", js.Name, used, quotaDevice)
 				}
 			}
-			cq := &unstructured.Unstructured{}
-			cq.SetGroupVersionKind(testbed.KueueGVR("clusterqueues").GroupVersion().WithKind("ClusterQueue"))
-			if err := c.Get(ctx, client.ObjectKey{Name: q.clusterQueue}, cq); err != nil {
-				t.Fatal(err)
-			}
-			used, _ := deviceUsage(cq, true)
-			cpu := ""
-			flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsUsage")
-			for _, f := range flavors {
-				res, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
-				for _, r := range res {
-					if m := r.(map[string]any); m["name"] == "cpu" {
-						cpu = fmt.Sprint(m["total"])
+			// The ClusterQueue's status follows the admissions a moment later.
+			var used, cpu string
+			var admitted int64
+			framework.Eventually(ctx, t, 30*time.Second, "the ClusterQueue's status counting the three", func(ctx context.Context) (bool, string, error) {
+				cq := &unstructured.Unstructured{}
+				cq.SetGroupVersionKind(testbed.KueueGVR("clusterqueues").GroupVersion().WithKind("ClusterQueue"))
+				if err := c.Get(ctx, client.ObjectKey{Name: q.clusterQueue}, cq); err != nil {
+					return false, err.Error(), nil
+				}
+				used, _ = deviceUsage(cq, true)
+				flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsUsage")
+				for _, f := range flavors {
+					res, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
+					for _, r := range res {
+						if m := r.(map[string]any); m["name"] == "cpu" {
+							cpu = fmt.Sprint(m["total"])
+						}
 					}
 				}
-			}
-			admitted, _, _ := unstructured.NestedInt64(cq.Object, "status", "admittedWorkloads")
+				admitted, _, _ = unstructured.NestedInt64(cq.Object, "status", "admittedWorkloads")
+				return admitted == 3, fmt.Sprintf("%d admitted workloads, cpu %s, %s %s", admitted, cpu, quotaDevice, used), nil
+			})
 			t.Logf("ClusterQueue %s: %d admitted workloads, cpu used %s of 10, %s used %s of %d", q.clusterQueue, admitted, cpu, quotaDevice, used, quotaSliceDevices)
+			if used != "0" {
+				t.Errorf("ClusterQueue charged %s %s: Kueue counted the claims (update the Warning and docs/install.md)", used, quotaDevice)
+			}
 
 			// Two claims allocated, the third JobSet's pods wait in the scheduler.
 			framework.Eventually(ctx, t, time.Minute, "two claims allocated, dev-2's pods unschedulable", func(ctx context.Context) (bool, string, error) {
