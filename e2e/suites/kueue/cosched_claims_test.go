@@ -61,6 +61,33 @@ func claimStates(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet
 	return allocated, len(rc), inFlight, fmt.Sprintf("%d of %d claims allocated; pods: %s", allocated, len(rc), strings.Join(states, "; ")), nil
 }
 
+// queuedOnCoscheduling creates, in the test's namespace and queues, an all-add-ons JobSet of
+// two train Jobs of pods pods each on coscheduling, waits until Kueue admits it, then polls
+// claimStates until done says so (an error from done fails the test at once).
+func queuedOnCoscheduling(ctx context.Context, t *testing.T, cfg *envconf.Config, name string, pods int, what string,
+	done func(allocated, total, inFlight int, msg string) (bool, error)) (client.Client, *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	c := framework.Client(t, cfg)
+	ns := framework.NamespaceFrom(ctx)
+	q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "5"})
+	s := shape{name: name, queue: q.localQueue, all: true, scheduler: contract.SchedulerCoscheduling,
+		initRun: "2s", trainRun: "6s", trainJobs: 2, trainPods: pods, cpu: "1"}
+	js := s.jobSet(t, ns)
+	framework.CreateAll(ctx, t, c, js)
+	waitWorkload(ctx, t, c, js, "Admitted", time.Minute)
+	seen := ""
+	framework.Eventually(ctx, t, time.Minute, what, func(ctx context.Context) (bool, string, error) {
+		n, total, inFlight, msg, err := claimStates(ctx, c, js)
+		if err != nil {
+			return false, seen + " (then: " + err.Error() + ")", nil
+		}
+		seen = msg
+		ok, err := done(n, total, inFlight, msg)
+		return ok, msg, err
+	})
+	return c, js
+}
+
 // TestCoschedulingClaims: JobSets with all four add-ons whose gangs are coscheduling's
 // (scheduler-plugins' scheduler, a second scheduler), queued by Kueue, with a claim per train
 // Job made by resourceclaims.
@@ -81,22 +108,8 @@ func TestCoschedulingClaims(t *testing.T) {
 	}
 	testenv.Test(t, feature("coscheduling-claim-per-pod", "coscheduling allocates the claim of each one-pod Job of a queued JobSet and binds its gangs",
 		func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := framework.Client(t, cfg)
-			ns := framework.NamespaceFrom(ctx)
-			q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "5"})
-			s := shape{name: "cosched", queue: q.localQueue, all: true, scheduler: contract.SchedulerCoscheduling,
-				initRun: "2s", trainRun: "6s", trainJobs: 2, trainPods: 1, cpu: "1"}
-			js := s.jobSet(t, ns)
-			framework.CreateAll(ctx, t, c, js)
-			waitWorkload(ctx, t, c, js, "Admitted", time.Minute)
-			seen := ""
-			framework.Eventually(ctx, t, time.Minute, "claims allocated by coscheduling's scheduler", func(ctx context.Context) (bool, string, error) {
-				n, total, _, msg, err := claimStates(ctx, c, js)
-				if err != nil {
-					return false, seen + " (then: " + err.Error() + ")", nil
-				}
-				seen = msg
-				return total == len(s.claimNames()) && n == total, msg, nil
+			c, js := queuedOnCoscheduling(ctx, t, cfg, "cosched", 1, "claims allocated by coscheduling's scheduler", func(allocated, total, _ int, _ string) (bool, error) {
+				return total == 2 && allocated == total, nil
 			})
 			jobSetDone(ctx, t, c, js, 2*time.Minute)
 			ps, err := pods(ctx, c, js)
@@ -113,25 +126,11 @@ func TestCoschedulingClaims(t *testing.T) {
 		}))
 	testenv.Test(t, feature("coscheduling-shared-claim", "two pods of a Job sharing its claim in one coscheduling gang: deadlocked",
 		func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := framework.Client(t, cfg)
-			ns := framework.NamespaceFrom(ctx)
-			q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "5"})
-			s := shape{name: "shared", queue: q.localQueue, all: true, scheduler: contract.SchedulerCoscheduling,
-				initRun: "1s", trainRun: "2s", trainJobs: 2, trainPods: 2, cpu: "1"}
-			js := s.jobSet(t, ns)
-			framework.CreateAll(ctx, t, c, js)
-			waitWorkload(ctx, t, c, js, "Admitted", time.Minute)
-			seen := ""
-			framework.Eventually(ctx, t, time.Minute, "the train gang unschedulable: a sibling finds the shared claim in flight", func(ctx context.Context) (bool, string, error) {
-				n, _, inFlight, msg, err := claimStates(ctx, c, js)
-				if err != nil {
-					return false, seen + " (then: " + err.Error() + ")", nil
+			c, js := queuedOnCoscheduling(ctx, t, cfg, "shared", 2, "the train gang unschedulable: a sibling finds the shared claim in flight", func(allocated, _, inFlight int, msg string) (bool, error) {
+				if allocated > 0 {
+					return false, fmt.Errorf("a shared claim was allocated (%s): coscheduling no longer deadlocks; update this test and docs/compatibility.md", msg)
 				}
-				seen = msg
-				if n > 0 {
-					return false, "", fmt.Errorf("a shared claim was allocated (%s): coscheduling no longer deadlocks; update this test and docs/compatibility.md", msg)
-				}
-				return inFlight > 0, msg, nil
+				return inFlight > 0, nil
 			})
 			// Still so 20 s later: no claim allocated, no train pod bound.
 			time.Sleep(20 * time.Second)
