@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,10 @@ func queuedOnCoscheduling(ctx context.Context, t *testing.T, cfg *envconf.Config
 	s := shape{name: name, queue: q.localQueue, all: true, scheduler: contract.SchedulerCoscheduling,
 		initRun: "2s", trainRun: "6s", trainJobs: 2, trainPods: pods, cpu: "1"}
 	js := s.jobSet(t, ns)
-	framework.CreateAll(ctx, t, c, js)
+	warned := slices.ContainsFunc(framework.CreateWithWarnings(ctx, t, cfg, js), func(w string) bool { return strings.Contains(w, "deadlock") })
+	if want := pods > 1; warned != want {
+		t.Errorf("admission warned of coscheduling's deadlock on shared claims: %t, want %t (%d pods a Job)", warned, want, pods)
+	}
 	waitWorkload(ctx, t, c, js, "Admitted", time.Minute)
 	seen := ""
 	framework.Eventually(ctx, t, time.Minute, what, func(ctx context.Context) (bool, string, error) {
