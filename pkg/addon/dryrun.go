@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -122,6 +124,11 @@ type DryRun struct {
 	Path   *field.Path
 	What   string
 	Object client.Object
+	// Key, when not empty, is what the object's acceptance depends on besides what the add-on
+	// builds the same for every JobSet (its name, its own labels): the namespace and the
+	// template. An object whose Key was accepted less than DryRunner.Remember ago is not
+	// dry-run again.
+	Key string
 }
 
 // DryRunner checks, at admission, the objects an add-on would make for a JobSet with a
@@ -136,6 +143,46 @@ type DryRunner struct {
 	Workers int
 	// Name of the add-on, at the head of its Warnings.
 	Name string
+	// Remember is how long an accepted object's Key is remembered: JobSets made from one
+	// template in a burst (a sweep, an array of experiments) are checked once. A ResourceQuota
+	// filled meanwhile is then not warned of (the create itself waits for it, as always).
+	Remember time.Duration
+	Clock    clock.PassiveClock
+
+	mu       sync.Mutex
+	accepted map[string]time.Time
+}
+
+// maxRemembered bounds DryRunner's accepted keys; it forgets them all when full.
+const maxRemembered = 1024
+
+func (d *DryRunner) remembered(key string) bool {
+	if key == "" || d.Remember <= 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.accepted[key]
+	return ok && d.clock().Since(at) < d.Remember
+}
+
+func (d *DryRunner) remember(key string) {
+	if key == "" || d.Remember <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.accepted == nil || len(d.accepted) >= maxRemembered {
+		d.accepted = make(map[string]time.Time, maxRemembered)
+	}
+	d.accepted[key] = d.clock().Now()
+}
+
+func (d *DryRunner) clock() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
 }
 
 // NewDryRunClient is a client for a DryRunner: the manager's identity, scheme and mapper, with a
@@ -155,22 +202,30 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 		return nil, nil
 	}
 	results := make([]error, len(objs))
+	ran := make([]bool, len(objs))
 	workers := d.Workers
 	if workers <= 0 {
 		workers = 4
 	}
 	workqueue.ParallelizeUntil(ctx, workers, len(objs), func(i int) {
+		ran[i] = true
+		if d.remembered(objs[i].Key) {
+			return
+		}
 		obj, ok := objs[i].Object.DeepCopyObject().(client.Object)
 		if !ok {
 			results[i] = fmt.Errorf("%T is not a client.Object", objs[i].Object)
 			return
 		}
 		results[i] = d.Client.Create(ctx, obj, client.DryRunAll)
+		if results[i] == nil {
+			d.remember(objs[i].Key)
+		}
 	})
 	var errs field.ErrorList
 	var warnings []string
 	for i, err := range results {
-		if err == nil && ctx.Err() != nil {
+		if !ran[i] {
 			err = ctx.Err() // ParallelizeUntil stopped before this one
 		}
 		switch Classify(err) {

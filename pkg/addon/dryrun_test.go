@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -215,5 +216,33 @@ func TestCause(t *testing.T) {
 	}
 	if Cause(errors.New("plain")) != "plain" {
 		t.Errorf("a plain error's cause is not its text")
+	}
+}
+
+// TestCheckRemembers: an object whose Key was accepted is not dry-run again until Remember has
+// passed; a refused one always is.
+func TestCheckRemembers(t *testing.T) {
+	calls := 0
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			calls++
+			if obj.GetName() == "bad" {
+				return invalidPVC("bad")
+			}
+			return nil
+		},
+	}).Build()
+	now := clocktesting.NewFakePassiveClock(time.Now())
+	d := &DryRunner{Client: c, Name: "x", Remember: 10 * time.Second, Clock: now}
+	check := func(name, key string) int {
+		before := calls
+		d.Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: pvc(name, "1Gi"), Key: key}})
+		return calls - before
+	}
+	got := []int{check("good", "k"), check("good-2", "k"), check("good", ""), check("bad", "b"), check("bad", "b")}
+	now.SetTime(now.Now().Add(11 * time.Second))
+	got = append(got, check("good", "k"))
+	if want := []int{1, 0, 1, 1, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("dry runs per check %v, want %v", got, want)
 	}
 }
