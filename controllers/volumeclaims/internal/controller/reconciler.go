@@ -43,6 +43,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
+	// told holds the refusals (addon.Refused) told per JobSet, so that each is told once.
+	told addon.RefusalsTold
 
 	// pending holds, per JobSet, the PVCs created or found (a user's) that the cache does not
 	// show yet, so that a reconcile that runs before the cache has caught up does not create
@@ -95,6 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.told.Forget(req.NamespacedName.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -103,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !js.DeletionTimestamp.IsZero() {
 		log.V(2).Info("Skipping a JobSet being deleted", "uid", js.UID)
 		r.forget(req.NamespacedName) // whenDeleted is the garbage collector's, by owner reference
+		r.told.Forget(req.NamespacedName.String())
 		return ctrl.Result{}, nil
 	}
 	policies, ok, errs := policy.Parse(js)
@@ -163,6 +167,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	key := client.ObjectKeyFromObject(js)
 	pending, seen := r.pendingFor(key, js.UID)
 	var created, reused, failed result
+	var refused refusals
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
@@ -195,6 +200,9 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			// it is, never changed and never deleted.
 			reused.add(c.Name, nil)
 			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+		case addon.Classify(err) == addon.Refused:
+			refused.add(c, err)
+			return
 		default:
 			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("create").Inc()
@@ -209,7 +217,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	if n := reused.count(); n > 0 {
 		r.Recorder.Eventf(js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return failed.report(js, r.Recorder, actionCreate)
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), refused.tell(js, &r.told, r.Recorder))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.
