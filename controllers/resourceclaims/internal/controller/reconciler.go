@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -64,6 +65,8 @@ type Reconciler struct {
 	// per process rather than on every reconcile.
 	mu     sync.Mutex
 	warned sets.Set[types.UID]
+	// told holds the refusals (addon.Refused) told per JobSet, so that each is told once.
+	told addon.RefusalsTold
 }
 
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
@@ -108,11 +111,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.told.Forget(req.NamespacedName.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if !js.DeletionTimestamp.IsZero() {
+		r.told.Forget(req.NamespacedName.String())
 		return ctrl.Result{}, nil // the garbage collector takes the Jobs and, with them, the claims
 	}
 	r.checkJobSet(js)
@@ -333,6 +340,8 @@ type outcome struct {
 	mu     sync.Mutex
 	byJob  map[string]map[string][]string // job -> kind (created, deleted, failed, taken) -> claims
 	errors []string
+	// refused are the creates the API server refused for good, told apart (once per cause).
+	refused refusals
 }
 
 func (o *outcome) add(job, kind, claim string, err error) {
@@ -410,12 +419,13 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 				"ResourceClaims %s exist and were not made by resourceclaims: they are left as they are, and the pods of Job %s use them", strings.Join(sorted(c), ", "), j)
 		}
 	}
+	refused := out.refused.tell(js, &r.told, r.Recorder)
 	if len(out.errors) > 0 {
 		errs := sorted(out.errors)
 		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
-		return fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; "))
+		return errors.Join(fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; ")), refused)
 	}
-	return nil
+	return refused
 }
 
 // create creates a claim. One that exists already is ours for this owner or made ahead for
@@ -431,6 +441,10 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	}
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return // the JobSet goes with its namespace
+	}
+	if addon.Classify(err) == addon.Refused {
+		out.refused.add(a, err)
+		return
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		reconcileErrors.WithLabelValues("create").Inc()
