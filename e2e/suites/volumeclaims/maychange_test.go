@@ -1,0 +1,160 @@
+package volumeclaims_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+)
+
+// TestMayChangeAdmittedWithWarning: a PVC the API server does not accept for a reason that may
+// change (the namespace's quota, its LimitRange) does not refuse the JobSet: it is admitted,
+// with the dry run's answer as a Warning. A StorageClass that does not exist is no reason to
+// refuse either; the API server accepts such a PVC, so nothing is said (the PVC waits Pending).
+func TestMayChangeAdmittedWithWarning(t *testing.T) {
+	quota := func(hard corev1.ResourceList) func(ns string) client.Object {
+		return func(ns string) client.Object {
+			return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		object      func(ns string) client.Object
+		spec        string
+		wantWarning string // "" for none
+	}{
+		{name: "quota on the PVC count", object: quota(corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("0")}),
+			spec: `{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`, wantWarning: "exceeded quota: q"},
+		{name: "quota on requests.storage", object: quota(corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("1Mi")}),
+			spec: `{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`, wantWarning: "exceeded quota: q"},
+		{name: "LimitRange on PVC storage", object: func(ns string) client.Object {
+			return &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "l"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+				Type: corev1.LimitTypePersistentVolumeClaim, Max: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			}}}}
+		}, spec: `{accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}`, wantWarning: "maximum storage usage per PersistentVolumeClaim is 1Gi"},
+		{name: "StorageClass that does not exist", spec: `{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, storageClassName: not-there}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := framework.NamespacedFeature(tc.name, "admitted, with a Warning", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+				c := framework.Client(t, cfg)
+				ns := framework.NamespaceFrom(ctx)
+				if tc.object != nil {
+					obj := tc.object(ns)
+					framework.CreateAll(ctx, t, c, obj)
+					if q, ok := obj.(*corev1.ResourceQuota); ok {
+						waitQuota(ctx, t, c, q)
+					}
+				}
+				js := newJobSet(ns, "maychange", withSpec(tc.spec), replicatedJob("a", 1, 1, "data"))
+				delay(js, "1h")
+				warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
+				var ours []string
+				for _, w := range warnings {
+					if strings.HasPrefix(w, "volumeclaims: the PersistentVolumeClaim data-maychange of "+tp+" was not accepted by a dry run, for a reason that may change") {
+						ours = append(ours, w)
+					}
+				}
+				t.Logf("warnings: %q", warnings)
+				switch {
+				case tc.wantWarning == "" && len(ours) > 0:
+					t.Errorf("warned %q, want no dry-run Warning", ours)
+				case tc.wantWarning != "" && (len(ours) != 1 || !strings.Contains(ours[0], tc.wantWarning)):
+					t.Errorf("warnings %q, want one that says %q", warnings, tc.wantWarning)
+				}
+				return ctx
+			})
+			testenv.Test(t, f)
+		})
+	}
+}
+
+// waitQuota waits until the quota controller has written q's status: until then the API server
+// refuses every create the quota covers, for a reason other than the one under test.
+func waitQuota(ctx context.Context, t *testing.T, c client.Client, q *corev1.ResourceQuota) {
+	t.Helper()
+	framework.Eventually(ctx, t, 30*time.Second, "quota status", func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
+			return false, err.Error(), nil
+		}
+		return len(q.Status.Hard) > 0, fmt.Sprintf("%+v", q.Status), nil
+	})
+}
+
+// TestRefusedAfterAdmission: a JobSet admitted whose PVCs the API server then refuses for good —
+// here a ValidatingAdmissionPolicy that lets dry runs through and refuses real creates, as a
+// template refused after an upgrade would be — does not wait in silence: one
+// VolumeClaimsRefused Warning, not one per retry; kubectl jobset-addons status shows it; the
+// JobSet is left as it is.
+func TestRefusedAfterAdmission(t *testing.T) {
+	const label = "e2e.jobset-addons.io/refuse-real"
+	f := framework.NamespacedFeature("refused after admission", "told once, shown by status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-refuse-real-pvcs-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{
+					ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: ns}},
+					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
+					}}},
+				},
+				Validations: []admissionregistrationv1.Validation{{Expression: "request.dryRun == true", Message: "this cluster no longer accepts such PVCs"}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		}
+		framework.CreateAll(ctx, t, c, policy, binding)
+		defer func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) }()
+		// The policy takes effect once the API server has loaded it: a real PVC create of the
+		// label is refused.
+		framework.Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
+			probe := &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{label: ns}},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+			}
+			err := c.Create(ctx, probe)
+			if err == nil {
+				_ = c.Delete(ctx, probe)
+				return false, "created", nil
+			}
+			return strings.Contains(err.Error(), "no longer accepts"), err.Error(), nil
+		})
+		js := newJobSet(ns, "later", `[{templates: [{metadata: {name: data, labels: {`+label+`: `+ns+`}}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`,
+			replicatedJob("a", 1, 1, "data"))
+		framework.CreateAll(ctx, t, c, js) // admitted: the dry run passes the policy
+		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"VolumeClaimsRefused": 1})
+		// Retries go on with back-off (5 ms, 10 ms, ... doubling); none tells it again.
+		time.Sleep(10 * time.Second)
+		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"VolumeClaimsRefused": 1, "VolumeClaimsFailed": 0})
+		msgs, err := framework.EventMessages(ctx, c, js, "VolumeClaimsRefused")
+		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], "no longer accepts such PVCs") || !strings.Contains(msgs[0], "template data") {
+			t.Errorf("VolumeClaimsRefused messages %q (%v)", msgs, err)
+		}
+		out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
+		if !strings.Contains(out, "Refused by the API server") || !strings.Contains(out, "VolumeClaimsRefused") {
+			t.Errorf("kubectl jobset-addons status does not show the refusal:\n%s", out)
+		}
+		t.Logf("kubectl jobset-addons status:\n%s", out)
+		return ctx
+	})
+	testenv.Test(t, f)
+}
