@@ -2,9 +2,11 @@ package addon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -129,6 +131,22 @@ type DryRun struct {
 	// template. An object whose Key was accepted less than DryRunner.Remember ago is not
 	// dry-run again.
 	Key string
+}
+
+// TemplateKey is a DryRun.Key: the namespace, and the template's labels, annotations and spec
+// (what the add-on copies into the object from it), as JSON; "" (not remembered) should they
+// not encode.
+func TemplateKey(namespace string, labels, annotations map[string]string, spec any) string {
+	key, err := json.Marshal(struct {
+		Namespace   string
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        any
+	}{namespace, labels, annotations, spec})
+	if err != nil {
+		return ""
+	}
+	return string(key)
 }
 
 // DryRunner checks, at admission, the objects an add-on would make for a JobSet with a
@@ -296,4 +314,58 @@ func Cause(err error) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Refusals collects, in one reconcile, the objects whose creation the API server refused for
+// good (Refused: a template it does not accept, for example after an upgrade), by template and
+// cause. The zero value is ready; it is safe for concurrent use.
+type Refusals struct {
+	mu     sync.Mutex
+	causes map[string]*refusal // template and cause
+	order  []string
+}
+
+type refusal struct {
+	template string
+	names    []string
+	err      error
+}
+
+// Add records that the object name, made from template, was refused with err.
+func (r *Refusals) Add(template, name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := template + "\x00" + Cause(err)
+	if r.causes == nil {
+		r.causes = map[string]*refusal{}
+	}
+	if r.causes[key] == nil {
+		r.causes[key] = &refusal{template: template, err: err}
+		r.order = append(r.order, key)
+	}
+	r.causes[key].names = append(r.causes[key].names, name)
+}
+
+// Tell calls tell once per template and cause that told has not recorded for the JobSet (key
+// its namespace/name, uid its UID) — the caller emits its Warning there — and returns the
+// refusals as one error, so that the reconcile is retried with the controller's back-off: the
+// cause may go (a ValidatingAdmissionPolicy removed, a feature gate turned on) without anything
+// the controller watches changing. kind names the objects in the error. names are sorted.
+func (r *Refusals) Tell(told *RefusalsTold, key, uid, kind string, tell func(template string, names []string, err error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.causes) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(slices.Values(r.order))
+	msgs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		f := r.causes[k]
+		slices.Sort(f.names)
+		msgs = append(msgs, fmt.Sprintf("template %s: %v", f.template, f.err))
+		if told.First(key, uid+"\x00"+k) {
+			tell(f.template, f.names, f.err)
+		}
+	}
+	return fmt.Errorf("the API server refuses %s: %s", kind, strings.Join(msgs, "; "))
 }

@@ -246,3 +246,29 @@ func TestCheckRemembers(t *testing.T) {
 		t.Errorf("dry runs per check %v, want %v", got, want)
 	}
 }
+
+// TestRefusalsTell: one tell per template and cause, across reconciles, with the names sorted;
+// an error every time.
+func TestRefusalsTell(t *testing.T) {
+	var told RefusalsTold
+	var tells []string
+	for range 2 {
+		var r Refusals
+		r.Add("data", "data-js-w-1-0", invalidPVC("data-js-w-1-0"))
+		r.Add("data", "data-js-w-0-0", invalidPVC("data-js-w-0-0"))
+		r.Add("ckpt", "ckpt-js", apierrors.NewBadRequest("no"))
+		err := r.Tell(&told, "ns/js", "uid", "PersistentVolumeClaims", func(template string, names []string, _ error) {
+			tells = append(tells, template+" "+strings.Join(names, ","))
+		})
+		if err == nil || !strings.HasPrefix(err.Error(), "the API server refuses PersistentVolumeClaims: template ckpt: no; template data: ") {
+			t.Errorf("Tell = %v", err)
+		}
+	}
+	if want := []string{"ckpt ckpt-js", "data data-js-w-0-0,data-js-w-1-0"}; !slices.Equal(tells, want) {
+		t.Errorf("told %q, want %q", tells, want)
+	}
+	var none Refusals
+	if err := none.Tell(&told, "ns/js", "uid", "x", nil); err != nil {
+		t.Errorf("nothing refused: %v", err)
+	}
+}

@@ -2,16 +2,12 @@ package resourceclaims_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -39,31 +35,13 @@ func TestMayChangeAdmittedWithWarning(t *testing.T) {
 				ns := framework.NamespaceFrom(ctx)
 				if tc.hard != nil {
 					q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: tc.hard}}
-					framework.CreateAll(ctx, t, c, q)
-					framework.Eventually(ctx, t, 30*time.Second, "quota status", func(ctx context.Context) (bool, string, error) {
-						if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
-							return false, err.Error(), nil
-						}
-						return len(q.Status.Hard) > 0, fmt.Sprintf("%+v", q.Status), nil
-					})
+					framework.CreateQuota(ctx, t, c, q)
 				}
 				js := newJobSet(ns, "maychange", rjob("w", 1, 1, tc.templates))
 				js.Spec.Suspend = ptr.To(true)
 				warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
-				var ours []string
-				for _, w := range warnings {
-					if strings.HasPrefix(w, "resourceclaims: the ResourceClaim maychange-w-0-a of "+
-						"spec.replicatedJobs[0].template.metadata.annotations[resourceclaims.jobset-addons.io/templates][0] was not accepted by a dry run, for a reason that may change") {
-						ours = append(ours, w)
-					}
-				}
-				t.Logf("warnings: %q", warnings)
-				switch {
-				case tc.wantWarning == "" && len(ours) > 0:
-					t.Errorf("warned %q, want no dry-run Warning", ours)
-				case tc.wantWarning != "" && (len(ours) != 1 || !strings.Contains(ours[0], tc.wantWarning)):
-					t.Errorf("warnings %q, want one that says %q", warnings, tc.wantWarning)
-				}
+				framework.ExpectDryRunWarning(t, warnings, "resourceclaims: the ResourceClaim maychange-w-0-a of "+
+					"spec.replicatedJobs[0].template.metadata.annotations[resourceclaims.jobset-addons.io/templates][0] was not accepted by a dry run, for a reason that may change", tc.wantWarning)
 				return ctx
 			})
 			testenv.Test(t, f)

@@ -2,7 +2,6 @@ package volumeclaims_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,44 +50,21 @@ func TestMayChangeAdmittedWithWarning(t *testing.T) {
 				ns := framework.NamespaceFrom(ctx)
 				if tc.object != nil {
 					obj := tc.object(ns)
-					framework.CreateAll(ctx, t, c, obj)
 					if q, ok := obj.(*corev1.ResourceQuota); ok {
-						waitQuota(ctx, t, c, q)
+						framework.CreateQuota(ctx, t, c, q)
+					} else {
+						framework.CreateAll(ctx, t, c, obj)
 					}
 				}
 				js := newJobSet(ns, "maychange", withSpec(tc.spec), replicatedJob("a", 1, 1, "data"))
 				delay(js, "1h")
 				warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
-				var ours []string
-				for _, w := range warnings {
-					if strings.HasPrefix(w, "volumeclaims: the PersistentVolumeClaim data-maychange of "+tp+" was not accepted by a dry run, for a reason that may change") {
-						ours = append(ours, w)
-					}
-				}
-				t.Logf("warnings: %q", warnings)
-				switch {
-				case tc.wantWarning == "" && len(ours) > 0:
-					t.Errorf("warned %q, want no dry-run Warning", ours)
-				case tc.wantWarning != "" && (len(ours) != 1 || !strings.Contains(ours[0], tc.wantWarning)):
-					t.Errorf("warnings %q, want one that says %q", warnings, tc.wantWarning)
-				}
+				framework.ExpectDryRunWarning(t, warnings, "volumeclaims: the PersistentVolumeClaim data-maychange of "+tp+" was not accepted by a dry run, for a reason that may change", tc.wantWarning)
 				return ctx
 			})
 			testenv.Test(t, f)
 		})
 	}
-}
-
-// waitQuota waits until the quota controller has written q's status: until then the API server
-// refuses every create the quota covers, for a reason other than the one under test.
-func waitQuota(ctx context.Context, t *testing.T, c client.Client, q *corev1.ResourceQuota) {
-	t.Helper()
-	framework.Eventually(ctx, t, 30*time.Second, "quota status", func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
-			return false, err.Error(), nil
-		}
-		return len(q.Status.Hard) > 0, fmt.Sprintf("%+v", q.Status), nil
-	})
 }
 
 // TestRefusedAfterAdmission: a JobSet admitted whose PVCs the API server then refuses for good —

@@ -340,8 +340,10 @@ type outcome struct {
 	mu     sync.Mutex
 	byJob  map[string]map[string][]string // job -> kind (created, deleted, failed, taken) -> claims
 	errors []string
-	// refused are the creates the API server refused for good, told apart (once per cause).
-	refused refusals
+	// refused are the creates the API server refused for good, told apart (once per cause);
+	// refusedJobs the Job of each.
+	refused     addon.Refusals
+	refusedJobs sync.Map
 }
 
 func (o *outcome) add(job, kind, claim string, err error) {
@@ -419,7 +421,9 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 				"ResourceClaims %s exist and were not made by resourceclaims: they are left as they are, and the pods of Job %s use them", strings.Join(sorted(c), ", "), j)
 		}
 	}
-	refused := out.refused.tell(js, &r.told, r.Recorder)
+	jobOf := map[string]string{}
+	out.refusedJobs.Range(func(k, v any) bool { jobOf[k.(string)] = v.(string); return true })
+	refused := r.tellRefused(js, &out.refused, jobOf)
 	if len(out.errors) > 0 {
 		errs := sorted(out.errors)
 		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
@@ -443,7 +447,9 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		return // the JobSet goes with its namespace
 	}
 	if addon.Classify(err) == addon.Refused {
-		out.refused.add(a, err)
+		reconcileErrors.WithLabelValues("refused").Inc()
+		out.refused.Add(a.create.Labels[contract.ResourceClaimTemplateLabelKey], a.create.Name, err)
+		out.refusedJobs.Store(a.create.Name, a.jobName)
 		return
 	}
 	if !apierrors.IsAlreadyExists(err) {

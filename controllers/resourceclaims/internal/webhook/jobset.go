@@ -2,12 +2,10 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -168,14 +166,6 @@ func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contr
 	if js.UID == "" {
 		claim.OwnerReferences = nil
 	}
-	key, err := json.Marshal(struct {
-		Namespace   string
-		Labels      map[string]string
-		Annotations map[string]string
-		Spec        resourcev1.ResourceClaimSpec
-	}{js.Namespace, t.Labels, t.Annotations, t.Spec})
-	if err != nil {
-		key = nil // not remembered
-	}
-	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: string(key)}
+	key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
+	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key}
 }

@@ -167,7 +167,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	key := client.ObjectKeyFromObject(js)
 	pending, seen := r.pendingFor(key, js.UID)
 	var created, reused, failed result
-	var refused refusals
+	var refused addon.Refusals
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
@@ -201,7 +201,8 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			reused.add(c.Name, nil)
 			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 		case addon.Classify(err) == addon.Refused:
-			refused.add(c, err)
+			refused.Add(c.Template.Name, c.Name, err)
+			reconcileErrors.WithLabelValues("refused").Inc()
 			return
 		default:
 			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
@@ -217,7 +218,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	if n := reused.count(); n > 0 {
 		r.Recorder.Eventf(js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return errors.Join(failed.report(js, r.Recorder, actionCreate), refused.tell(js, &r.told, r.Recorder))
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.

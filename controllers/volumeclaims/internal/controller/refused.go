@@ -1,76 +1,22 @@
 package controller
 
 import (
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
-// refusals collects, in one reconcile, the PVCs whose creation the API server refused for good
-// (addon.Refused: a template it does not accept, for example after an upgrade), by template and
-// cause.
-type refusals struct {
-	mu     sync.Mutex
-	causes map[string]*refusal // template and cause
-}
-
-type refusal struct {
-	template string
-	names    []string
-	err      error
-}
-
-func (r *refusals) add(c policy.Claim, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := c.Template.Name + "\x00" + addon.Cause(err)
-	if r.causes == nil {
-		r.causes = map[string]*refusal{}
-	}
-	if r.causes[key] == nil {
-		r.causes[key] = &refusal{template: c.Template.Name, err: err}
-	}
-	r.causes[key].names = append(r.causes[key].names, c.Name)
-}
-
-// tell emits one Warning per template and cause the JobSet has not been told of yet (not one
-// per retry), and returns the refusals as an error, so that the reconcile is retried with the
-// controller's back-off: the cause may be fixed (a ValidatingAdmissionPolicy removed, the API
-// server downgraded) without anything the controller watches changing.
-func (r *refusals) tell(js *jobsetv1alpha2.JobSet, told *addon.RefusalsTold, rec events.EventRecorder) error {
-	if len(r.causes) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(r.causes))
-	for k := range r.causes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var msgs []string
-	for _, k := range keys {
-		f := r.causes[k]
-		reconcileErrors.WithLabelValues("refused").Add(float64(len(f.names)))
-		msgs = append(msgs, fmt.Sprintf("template %s: %v", f.template, f.err))
-		if !told.First(jobSetKey(js), string(js.UID)+"\x00"+k) {
-			continue
-		}
-		rec.Eventf(js, claimRef(js, f.names[0]), corev1.EventTypeWarning, ReasonRefused, actionCreate,
+// tellRefused tells, with one VolumeClaimsRefused Warning per template and cause not told yet
+// (not one per retry), of the PVCs the API server refused for good, and returns them as an
+// error for the back-off (addon.Refusals.Tell).
+func (r *Reconciler) tellRefused(js *jobsetv1alpha2.JobSet, refused *addon.Refusals) error {
+	key := types.NamespacedName{Namespace: js.Namespace, Name: js.Name}.String()
+	return refused.Tell(&r.told, key, string(js.UID), "PersistentVolumeClaims", func(template string, names []string, err error) {
+		r.Recorder.Eventf(js, claimRef(js, names[0]), corev1.EventTypeWarning, ReasonRefused, actionCreate,
 			"The API server refuses the PersistentVolumeClaims of template %s (%d, such as %s) and will go on refusing them as they are: %v. "+
 				"The pods that mount them wait; the JobSet is not failed (JobSet owns its status): delete it, and create it again with the template fixed. Retried with back-off",
-			f.template, len(f.names), f.names[0], f.err)
-	}
-	return fmt.Errorf("the API server refuses PersistentVolumeClaims: %s", strings.Join(msgs, "; "))
-}
-
-func jobSetKey(js *jobsetv1alpha2.JobSet) string {
-	return types.NamespacedName{Namespace: js.Namespace, Name: js.Name}.String()
+			template, len(names), names[0], err)
+	})
 }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,16 +100,8 @@ func dryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
 			if js.UID == "" {
 				pvc.OwnerReferences = nil
 			}
-			key, err := json.Marshal(struct {
-				Namespace   string
-				Labels      map[string]string
-				Annotations map[string]string
-				Spec        corev1.PersistentVolumeClaimSpec
-			}{js.Namespace, t.Labels, t.Annotations, t.Spec})
-			if err != nil {
-				key = nil // not remembered
-			}
-			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: string(key)})
+			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
+			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key})
 		}
 	}
 	return out
