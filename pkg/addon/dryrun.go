@@ -159,6 +159,10 @@ type DryRunner struct {
 	Client client.Client
 	// Workers is how many dry runs one JobSet's check makes at once (default 4).
 	Workers int
+	// Timeout bounds one check (default DefaultDryRunTimeout): well under the JobSet webhook's
+	// own timeout (10 s), so that a dry run held up by someone else's webhook is a Warning,
+	// not the JobSet refused by the webhook's failure policy.
+	Timeout time.Duration
 	// Name of the add-on, at the head of its Warnings.
 	Name string
 	// Remember is how long an accepted object's Key is remembered: JobSets made from one
@@ -170,6 +174,9 @@ type DryRunner struct {
 	mu       sync.Mutex
 	accepted map[string]time.Time
 }
+
+// DefaultDryRunTimeout is DryRunner.Timeout when unset.
+const DefaultDryRunTimeout = 4 * time.Second
 
 // maxRemembered bounds DryRunner's accepted keys; it forgets them all when full.
 const maxRemembered = 1024
@@ -219,6 +226,12 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	if d == nil || d.Client == nil || len(objs) == 0 {
 		return nil, nil
 	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultDryRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	results := make([]error, len(objs))
 	ran := make([]bool, len(objs))
 	workers := d.Workers

@@ -272,3 +272,22 @@ func TestRefusalsTell(t *testing.T) {
 		t.Errorf("nothing refused: %v", err)
 	}
 }
+
+// TestCheckTimeout: a dry run held up past Timeout (someone else's webhook on the object) is a
+// Warning, in time for the JobSet webhook to answer.
+func TestCheckTimeout(t *testing.T) {
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, _ client.WithWatch, _ client.Object, _ ...client.CreateOption) error {
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	}).Build()
+	start := time.Now()
+	errs, warnings := (&DryRunner{Client: c, Name: "x", Timeout: 50 * time.Millisecond}).Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: pvc("a", "1Gi")}})
+	if len(errs) != 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "deadline exceeded") {
+		t.Errorf("errs %v, warnings %q", errs, warnings)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("answered after %s", d)
+	}
+}
