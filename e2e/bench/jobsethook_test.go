@@ -7,8 +7,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -28,7 +30,11 @@ type jobSetMaker func(ns string, i int, null, distinct bool) *jobsetv1alpha2.Job
 // buckets too coarse for a few milliseconds (5 ms, 25 ms, ...): the create's own time, of which
 // every other step (JobSet's webhooks, storage) is the same on both sides, shows the difference.
 // The add-on's handler time comes from its own histogram.
-func jobSetAdmission(e benchEnv, addon, validatePath string, mk jobSetMaker) []row {
+//
+// Last, what one dry run the webhook makes costs by itself, in the same run: the object of a
+// template (dryRun(i)) created with dryRun: All by the bench's client, one at a time and 100 at
+// once, against a GET of the namespace (the cheapest round trip).
+func jobSetAdmission(e benchEnv, addon, validatePath string, mk jobSetMaker, dryRun func(ns string, i int) client.Object) []row {
 	nullWebhook(e.ctx, e.b, e.cs, e.tb, "jobset.x-k8s.io", "v1alpha2", "jobsets")
 	ns := namespace(e.ctx, e.b, e.c, "bench-"+addon+"-admission")
 	n := 0
@@ -90,6 +96,44 @@ func jobSetAdmission(e benchEnv, addon, validatePath string, mk jobSetMaker) []r
 		e.b.Fatal(err)
 	}
 	one, burst := mid.minus(before), after.minus(mid)
+	timed := func(at int, call func(i int) error) []time.Duration {
+		times := make([]time.Duration, at)
+		var wg sync.WaitGroup
+		for k := range at {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				if err := call(k); err != nil {
+					e.b.Errorf("%v", err)
+				}
+				times[k] = time.Since(start)
+			}()
+		}
+		wg.Wait()
+		return times
+	}
+	dry := func(i int) error { return e.c.Create(e.ctx, dryRun(ns, i), client.DryRunAll) }
+	get := func(int) error { return e.c.Get(e.ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) }
+	for _, at := range []int{1, 100} {
+		var d, g []time.Duration
+		rounds := 40
+		if at > 1 {
+			rounds = 2
+		}
+		for r := range rounds {
+			d = append(d, timed(at, func(i int) error { return dry(r*at + i) })...)
+			g = append(g, timed(at, get)...)
+		}
+		p := func(x []time.Duration, q float64) string { return quantile(x, q).Round(100 * time.Microsecond).String() }
+		rows = append(rows, row{
+			what:     fmt.Sprintf("  one dry run by itself p50/p99, %d at once (%d)", at, len(d)),
+			ours:     p(d, 0.5) + "/" + p(d, 0.99),
+			baseline: p(g, 0.5) + "/" + p(g, 0.99) + " GET",
+			ratio:    fmt.Sprintf("%.2f", float64(quantile(d, 0.5))/float64(quantile(g, 0.5))),
+			target:   "-",
+		})
+	}
 	return append(rows,
 		row{what: fmt.Sprintf("  validating handler p50/p99, one at a time (%.0f)", one.count), ours: "<= " + fmtSeconds(one.quantile(0.5)) + "/" + fmtSeconds(one.quantile(0.99)), target: "-"},
 		row{what: fmt.Sprintf("  validating handler p50/p99, 100 at once (%.0f)", burst.count), ours: "<= " + fmtSeconds(burst.quantile(0.5)) + "/" + fmtSeconds(burst.quantile(0.99)), target: "-"},
@@ -133,6 +177,9 @@ func templateLabel(i int, distinct bool) string {
 
 // volumeClaimsAdmission: JobSets with one per-pod PVC template (4 PVCs each).
 func volumeClaimsAdmission(e benchEnv) []row {
+	dryRun := func(ns string, i int) client.Object {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-a-%d-w-0-0", i)}, Spec: pvcSpec()}
+	}
 	return jobSetAdmission(e, "volumeclaims", validateJobSetPath, func(ns string, i int, null, distinct bool) *jobsetv1alpha2.JobSet {
 		js := admissionJobSet(ns, i, null)
 		if !null {
@@ -140,11 +187,16 @@ func volumeClaimsAdmission(e benchEnv) []row {
 				`}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
 		}
 		return js
-	})
+	}, dryRun)
 }
 
 // resourceClaimsAdmission: JobSets with one claim template (a claim per Job, 2 each).
 func resourceClaimsAdmission(e benchEnv) []row {
+	dryRun := func(ns string, i int) client.Object {
+		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("a-%d-w-0-dev", i)}, Spec: resourcev1.ResourceClaimSpec{
+			Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"}}}},
+		}}
+	}
 	return jobSetAdmission(e, "resourceclaims", validateJobSetPath, func(ns string, i int, null, distinct bool) *jobsetv1alpha2.JobSet {
 		js := admissionJobSet(ns, i, null)
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].VolumeMounts = nil
@@ -154,7 +206,7 @@ func resourceClaimsAdmission(e benchEnv) []row {
 				`}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: bench}}]}}}]`}
 		}
 		return js
-	})
+	}, dryRun)
 }
 
 // validateJobSetPath is where every add-on serves its validating JobSet webhook.
