@@ -125,7 +125,9 @@ func jobSetAdmission(e benchEnv, addon, validatePath string, mk jobSetMaker, dry
 			d = append(d, timed(at, func(i int) error { return dry(r*at + i) })...)
 			g = append(g, timed(at, get)...)
 		}
-		p := func(x []time.Duration, q float64) string { return quantile(x, q).Round(100 * time.Microsecond).String() }
+		p := func(x []time.Duration, q float64) string {
+			return quantile(x, q).Round(100 * time.Microsecond).String()
+		}
 		rows = append(rows, row{
 			what:     fmt.Sprintf("  one dry run by itself p50/p99, %d at once (%d)", at, len(d)),
 			ours:     p(d, 0.5) + "/" + p(d, 0.99),
