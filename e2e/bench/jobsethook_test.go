@@ -180,7 +180,7 @@ func templateLabel(i int, distinct bool) string {
 // volumeClaimsAdmission: JobSets with one per-pod PVC template (4 PVCs each).
 func volumeClaimsAdmission(e benchEnv) []row {
 	dryRun := func(ns string, i int) client.Object {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-a-%d-w-0-0", i)}, Spec: pvcSpec()}
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dry-%d", i)}, Spec: pvcSpec()}
 	}
 	return jobSetAdmission(e, "volumeclaims", validateJobSetPath, func(ns string, i int, null, distinct bool) *jobsetv1alpha2.JobSet {
 		js := admissionJobSet(ns, i, null)
@@ -195,7 +195,7 @@ func volumeClaimsAdmission(e benchEnv) []row {
 // resourceClaimsAdmission: JobSets with one claim template (a claim per Job, 2 each).
 func resourceClaimsAdmission(e benchEnv) []row {
 	dryRun := func(ns string, i int) client.Object {
-		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("a-%d-w-0-dev", i)}, Spec: resourcev1.ResourceClaimSpec{
+		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dry-%d", i)}, Spec: resourcev1.ResourceClaimSpec{
 			Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"}}}},
 		}}
 	}
