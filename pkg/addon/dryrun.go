@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,6 +174,10 @@ type DryRunner struct {
 
 	mu       sync.Mutex
 	accepted map[string]time.Time
+	// inFlight joins the dry runs of one Key under way at once (JobSets of one template
+	// created together): one is sent, and the others take its acceptance; a refusal or a
+	// failure, they check for themselves.
+	inFlight singleflight.Group
 }
 
 // DefaultDryRunTimeout is DryRunner.Timeout when unset.
@@ -248,7 +253,16 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 			results[i] = fmt.Errorf("%T is not a client.Object", objs[i].Object)
 			return
 		}
-		results[i] = d.Client.Create(ctx, obj, client.DryRunAll)
+		create := func() error { return d.Client.Create(ctx, obj, client.DryRunAll) }
+		if key := objs[i].Key; key != "" && d.Remember > 0 {
+			_, err, shared := d.inFlight.Do(key, func() (any, error) { return nil, create() })
+			if err != nil && shared {
+				err = create() // another's answer, which may name its object: ask for ours
+			}
+			results[i] = err
+		} else {
+			results[i] = create()
+		}
 		if results[i] == nil {
 			d.remember(objs[i].Key)
 		}

@@ -3,6 +3,7 @@ package addon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -289,5 +290,40 @@ func TestCheckTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("answered after %s", d)
+	}
+}
+
+// TestCheckJoinsInFlight: checks of one Key under way at once send one dry run, and take its
+// acceptance.
+func TestCheckJoinsInFlight(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	release := make(chan struct{})
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, _ client.Object, _ ...client.CreateOption) error {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			<-release
+			return nil
+		},
+	}).Build()
+	d := &DryRunner{Client: c, Name: "x", Remember: time.Minute}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs, warnings := d.Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: pvc(fmt.Sprint("p", i), "1Gi"), Key: "k"}})
+			if len(errs)+len(warnings) > 0 {
+				t.Errorf("errs %v, warnings %q", errs, warnings)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // all ten wait on the first
+	close(release)
+	wg.Wait()
+	if calls != 1 {
+		t.Errorf("%d dry runs, want 1", calls)
 	}
 }
