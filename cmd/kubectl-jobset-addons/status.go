@@ -105,7 +105,6 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		return err
 	}
 
-	section(w, fmt.Sprintf("Last %d Events", events))
 	var list corev1.EventList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return err
@@ -119,6 +118,7 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	refused(w, evs)
 	evs = evs[max(0, len(evs)-events):]
+	section(w, fmt.Sprintf("Last %d Events", events))
 	rows(w, "AGE\tTYPE\tREASON\tMESSAGE", len(evs), func(i int) string {
 		e := evs[i]
 		return strings.Join([]string{age(eventTime(e)), e.Type, e.Reason, cut(e.Message, 120)}, "\t")

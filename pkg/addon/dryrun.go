@@ -356,6 +356,7 @@ type refusal struct {
 	template string
 	names    []string
 	err      error
+	errName  string // the object err is about
 }
 
 // Add records that the object name, made from template, was refused with err.
@@ -367,7 +368,7 @@ func (r *Refusals) Add(template, name string, err error) {
 		r.causes = map[string]*refusal{}
 	}
 	if r.causes[key] == nil {
-		r.causes[key] = &refusal{template: template, err: err}
+		r.causes[key] = &refusal{template: template, err: err, errName: name}
 		r.order = append(r.order, key)
 	}
 	r.causes[key].names = append(r.causes[key].names, name)
@@ -377,7 +378,8 @@ func (r *Refusals) Add(template, name string, err error) {
 // its namespace/name, uid its UID) — the caller emits its Warning there — and returns the
 // refusals as one error, so that the reconcile is retried with the controller's back-off: the
 // cause may go (a ValidatingAdmissionPolicy removed, a feature gate turned on) without anything
-// the controller watches changing. kind names the objects in the error. names are sorted.
+// the controller watches changing. kind names the objects in the error. names are sorted, but
+// for the first, the one the error names.
 func (r *Refusals) Tell(told *RefusalsTold, key, uid, kind string, tell func(template string, names []string, err error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -389,6 +391,9 @@ func (r *Refusals) Tell(told *RefusalsTold, key, uid, kind string, tell func(tem
 	for _, k := range keys {
 		f := r.causes[k]
 		slices.Sort(f.names)
+		if i := slices.Index(f.names, f.errName); i > 0 {
+			f.names = append(append([]string{f.errName}, f.names[:i]...), f.names[i+1:]...)
+		}
 		msgs = append(msgs, fmt.Sprintf("template %s: %v", f.template, f.err))
 		if told.First(key, uid+"\x00"+k) {
 			tell(f.template, f.names, f.err)

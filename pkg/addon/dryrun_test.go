@@ -248,8 +248,8 @@ func TestCheckRemembers(t *testing.T) {
 	}
 }
 
-// TestRefusalsTell: one tell per template and cause, across reconciles, with the names sorted;
-// an error every time.
+// TestRefusalsTell: one tell per template and cause, across reconciles, with the names sorted
+// after the one the error names; an error every time.
 func TestRefusalsTell(t *testing.T) {
 	var told RefusalsTold
 	var tells []string
@@ -265,7 +265,7 @@ func TestRefusalsTell(t *testing.T) {
 			t.Errorf("Tell = %v", err)
 		}
 	}
-	if want := []string{"ckpt ckpt-js", "data data-js-w-0-0,data-js-w-1-0"}; !slices.Equal(tells, want) {
+	if want := []string{"ckpt ckpt-js", "data data-js-w-1-0,data-js-w-0-0"}; !slices.Equal(tells, want) {
 		t.Errorf("told %q, want %q", tells, want)
 	}
 	var none Refusals

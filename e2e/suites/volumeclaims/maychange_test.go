@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -77,42 +75,12 @@ func TestRefusedAfterAdmission(t *testing.T) {
 	f := framework.NamespacedFeature("refused after admission", "told once, shown by status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-refuse-real-pvcs-" + ns},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{
-					ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: ns}},
-					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
-					}}},
-				},
-				Validations: []admissionregistrationv1.Validation{{Expression: "request.dryRun == true", Message: "this cluster no longer accepts such PVCs"}},
-			},
-		}
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			},
-		}
-		framework.CreateAll(ctx, t, c, policy, binding)
-		defer func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) }()
-		// The policy takes effect once the API server has loaded it: a real PVC create of the
-		// label is refused.
-		framework.Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
-			probe := &corev1.PersistentVolumeClaim{
+		framework.RefuseRealCreates(ctx, t, c, "", "persistentvolumeclaims", label, ns, func() client.Object {
+			return &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{label: ns}},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 			}
-			err := c.Create(ctx, probe)
-			if err == nil {
-				_ = c.Delete(ctx, probe)
-				return false, "created", nil
-			}
-			return strings.Contains(err.Error(), "no longer accepts"), err.Error(), nil
 		})
 		js := newJobSet(ns, "later", `[{templates: [{metadata: {name: data, labels: {`+label+`: `+ns+`}}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`,
 			replicatedJob("a", 1, 1, "data"))
@@ -122,7 +90,7 @@ func TestRefusedAfterAdmission(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"VolumeClaimsRefused": 1, "VolumeClaimsFailed": 0})
 		msgs, err := framework.EventMessages(ctx, c, js, "VolumeClaimsRefused")
-		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], "no longer accepts such PVCs") || !strings.Contains(msgs[0], "template data") {
+		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], framework.RefusedMessage) || !strings.Contains(msgs[0], "template data") {
 			t.Errorf("VolumeClaimsRefused messages %q (%v)", msgs, err)
 		}
 		out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)

@@ -65,7 +65,7 @@ func TestRefusedToldOnce(t *testing.T) {
 	for e := range rec.Events {
 		got = append(got, e)
 	}
-	if len(got) != 1 || !strings.Contains(got[0], ReasonRefused) || !strings.Contains(got[0], "template dev (3, such as js-w-0-dev)") {
+	if len(got) != 1 || !strings.Contains(got[0], ReasonRefused) || !strings.Contains(got[0], "template dev (3, such as js-w-") {
 		t.Errorf("events %q, want one %s", got, ReasonRefused)
 	}
 }
