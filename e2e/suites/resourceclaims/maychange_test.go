@@ -2,9 +2,7 @@ package resourceclaims_test
 
 import (
 	"context"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -53,17 +51,14 @@ func TestMayChangeAdmittedWithWarning(t *testing.T) {
 	}
 }
 
-// TestRefusedAfterAdmission: a JobSet admitted whose claims the API server then refuses for good
-// (a ValidatingAdmissionPolicy that lets dry runs through and refuses real creates, as a
-// template refused after an upgrade would be) does not wait in silence: one
-// ResourceClaimsRefused Warning, not one per retry; kubectl jobset-addons status shows it; the
-// JobSet is left as it is.
+// TestRefusedAfterAdmission: claims refused for good once the JobSet is admitted (by a policy
+// that passes dry runs) are told in one ResourceClaimsRefused Warning, and status shows it.
 func TestRefusedAfterAdmission(t *testing.T) {
-	const label = "e2e.jobset-addons.io/refuse-real"
+	label := framework.RefuseLabel
 	f := framework.NamespacedFeature("refused after admission", "told once, shown by status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		framework.RefuseRealCreates(ctx, t, c, "resource.k8s.io", "resourceclaims", label, ns, func() client.Object {
+		framework.RefuseRealCreates(ctx, t, c, "resource.k8s.io", "resourceclaims", ns, func() client.Object {
 			return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{label: ns}},
 				Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
 					Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "shared-data-resource"},
@@ -72,19 +67,7 @@ func TestRefusedAfterAdmission(t *testing.T) {
 		js := newJobSet(ns, "later", rjob("w", 2, 1, `[{metadata: {name: a, labels: {`+label+`: `+ns+`}}, `+sharedData+`}]`))
 		js.Spec.Suspend = ptr.To(true)
 		framework.CreateAll(ctx, t, c, js) // admitted: the dry run passes the policy
-		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"ResourceClaimsRefused": 1})
-		// Retries go on with back-off; none tells it again.
-		time.Sleep(10 * time.Second)
-		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"ResourceClaimsRefused": 1, "ResourceClaimsFailed": 0})
-		msgs, err := framework.EventMessages(ctx, c, js, "ResourceClaimsRefused")
-		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], framework.RefusedMessage) || !strings.Contains(msgs[0], "template a (2, such as later-w-") {
-			t.Errorf("ResourceClaimsRefused messages %q (%v)", msgs, err)
-		}
-		out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
-		if !strings.Contains(out, "Refused by the API server") || !strings.Contains(out, "ResourceClaimsRefused") {
-			t.Errorf("kubectl jobset-addons status does not show the refusal:\n%s", out)
-		}
-		t.Logf("kubectl jobset-addons status:\n%s", out)
+		framework.ExpectRefusedOnce(ctx, t, cfg, c, js, "ResourceClaimsRefused", "ResourceClaimsFailed", "template a (2, such as later-w-")
 		return ctx
 	})
 	testenv.Test(t, f)

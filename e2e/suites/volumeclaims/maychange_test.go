@@ -2,9 +2,7 @@ package volumeclaims_test
 
 import (
 	"context"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -71,11 +69,11 @@ func TestMayChangeAdmittedWithWarning(t *testing.T) {
 // VolumeClaimsRefused Warning, not one per retry; kubectl jobset-addons status shows it; the
 // JobSet is left as it is.
 func TestRefusedAfterAdmission(t *testing.T) {
-	const label = "e2e.jobset-addons.io/refuse-real"
+	label := framework.RefuseLabel
 	f := framework.NamespacedFeature("refused after admission", "told once, shown by status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		framework.RefuseRealCreates(ctx, t, c, "", "persistentvolumeclaims", label, ns, func() client.Object {
+		framework.RefuseRealCreates(ctx, t, c, "", "persistentvolumeclaims", ns, func() client.Object {
 			return &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{label: ns}},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -85,19 +83,7 @@ func TestRefusedAfterAdmission(t *testing.T) {
 		js := newJobSet(ns, "later", `[{templates: [{metadata: {name: data, labels: {`+label+`: `+ns+`}}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`,
 			replicatedJob("a", 1, 1, "data"))
 		framework.CreateAll(ctx, t, c, js) // admitted: the dry run passes the policy
-		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"VolumeClaimsRefused": 1})
-		// Retries go on with back-off (5 ms, 10 ms, ... doubling); none tells it again.
-		time.Sleep(10 * time.Second)
-		framework.WaitEventCounts(ctx, t, c, js, map[string]int{"VolumeClaimsRefused": 1, "VolumeClaimsFailed": 0})
-		msgs, err := framework.EventMessages(ctx, c, js, "VolumeClaimsRefused")
-		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], framework.RefusedMessage) || !strings.Contains(msgs[0], "template data") {
-			t.Errorf("VolumeClaimsRefused messages %q (%v)", msgs, err)
-		}
-		out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
-		if !strings.Contains(out, "Refused by the API server") || !strings.Contains(out, "VolumeClaimsRefused") {
-			t.Errorf("kubectl jobset-addons status does not show the refusal:\n%s", out)
-		}
-		t.Logf("kubectl jobset-addons status:\n%s", out)
+		framework.ExpectRefusedOnce(ctx, t, cfg, c, js, "VolumeClaimsRefused", "VolumeClaimsFailed", "template data")
 		return ctx
 	})
 	testenv.Test(t, f)
