@@ -34,10 +34,11 @@ var claimList = resourcev1.SchemeGroupVersion.WithKind("ResourceClaimList")
 const benchTemplates = `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: bench}}]}}}]`
 
 // BenchmarkResourceClaims runs the resourceclaims controller on the testbed and prints its
-// table. RESOURCECLAIMS_BENCH=latency,claims picks some scenarios.
+// table. RESOURCECLAIMS_BENCH=latency,admission,claims picks some scenarios.
 func BenchmarkResourceClaims(b *testing.B) {
 	runAddonBench(b, "resourceclaims", []scenario{
 		{"latency", func(e benchEnv) []row { return jobWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"admission", resourceClaimsAdmission},
 		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
 	})
 }

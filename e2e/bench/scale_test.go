@@ -254,21 +254,22 @@ func minimumRequests(gang contract.Scheduler) map[string]map[string]float64 {
 // (read from the add-on's code). A request above the minimum that is not here prints as
 // UNEXPLAINED.
 var whyAbove = map[string]string{
-	"resourceclaims create resourceclaims.resource.k8s.io (dry run)": "JobSet webhook: the apiserver validates each distinct claim template once (dry-run create, remembered)",
+	"resourceclaims create resourceclaims.resource.k8s.io (dry run)": "JobSet webhook: the apiserver judges each template's first claim (dry-run create; a template accepted in the namespace is not sent again for 10 s)",
+	"volumeclaims create persistentvolumeclaims (dry run)":           "JobSet webhook: the apiserver judges each template's first PVC (dry-run create; a template accepted in the namespace is not sent again for 10 s)",
 	"resourceclaims patch resourceclaims.resource.k8s.io":            "claims are made ahead of their Jobs (owned by the JobSet, so pods never wait); one JSON patch per claim hands it to its Job once that exists",
 	"resourceclaims get resourceclaims.resource.k8s.io":              "after a create answered 409 (below), a read of the claim to see whose it is",
 	"resourceclaims create resourceclaims.resource.k8s.io":           "a second create of a claim made under 0.4 s before, answered 409 (6 of 1,000 at 250 JobSets, 3 of them one JobSet's): its Made record did not hold it back; cause not found yet",
 	"resourceclaims delete resourceclaims.resource.k8s.io":           "a second delete (404) by a reconcile before the cache showed the first",
-	"sequencer patch pods":                             "a release patched again by a reconcile whose cache still showed the gate more than 5 s after the first patch (its answer came 3.6 to 5.2 s after it was sent, the cache 6 s after that); fixed since: a pod is not patched again while the cache shows it at the resourceVersion it was released from",
-	"sequencer patch jobsets.jobset.x-k8s.io":          "one per stage released (s1, s2): the released annotation, which podgroups reads to make that stage's gang and kubectl jobset-addons status shows",
-	"volumeclaims get leases.coordination.k8s.io":      "leader election: the Lease renewed every --leader-election-retry-period (5 s here, see scaleAddonArgs; 1 s by default)",
-	"volumeclaims update leases.coordination.k8s.io":   "leader election",
-	"resourceclaims get leases.coordination.k8s.io":    "leader election",
-	"resourceclaims update leases.coordination.k8s.io": "leader election",
-	"sequencer get leases.coordination.k8s.io":         "leader election",
-	"sequencer update leases.coordination.k8s.io":      "leader election",
-	"podgroups get leases.coordination.k8s.io":         "leader election",
-	"podgroups update leases.coordination.k8s.io":      "leader election",
+	"sequencer patch pods":                                           "a release patched again by a reconcile whose cache still showed the gate more than 5 s after the first patch (its answer came 3.6 to 5.2 s after it was sent, the cache 6 s after that); fixed since: a pod is not patched again while the cache shows it at the resourceVersion it was released from",
+	"sequencer patch jobsets.jobset.x-k8s.io":                        "one per stage released (s1, s2): the released annotation, which podgroups reads to make that stage's gang and kubectl jobset-addons status shows",
+	"volumeclaims get leases.coordination.k8s.io":                    "leader election: the Lease renewed every --leader-election-retry-period (5 s here, see scaleAddonArgs; 1 s by default)",
+	"volumeclaims update leases.coordination.k8s.io":                 "leader election",
+	"resourceclaims get leases.coordination.k8s.io":                  "leader election",
+	"resourceclaims update leases.coordination.k8s.io":               "leader election",
+	"sequencer get leases.coordination.k8s.io":                       "leader election",
+	"sequencer update leases.coordination.k8s.io":                    "leader election",
+	"podgroups get leases.coordination.k8s.io":                       "leader election",
+	"podgroups update leases.coordination.k8s.io":                    "leader election",
 }
 
 // waitAllWebhooks waits until the apiserver calls every add-on's JobSet webhooks: a dry-run

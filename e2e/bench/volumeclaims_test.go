@@ -159,12 +159,13 @@ func createParallel(n, workers int, create func(i int) error) error {
 }
 
 // BenchmarkVolumeClaims runs the volumeclaims controller on the testbed and prints its table.
-// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some scenarios. Latency and memory come
+// VOLUMECLAIMS_BENCH=perpod,shared,latency,admission,rss picks some scenarios. Latency and memory come
 // first, on a quiet testbed and a quiet controller: the PVC scenarios leave provisioning work
 // and garbage behind. The 20,000 gated pods stay, inert, for the rest.
 func BenchmarkVolumeClaims(b *testing.B) {
 	runAddonBench(b, "volumeclaims", []scenario{
 		{"latency", func(e benchEnv) []row { return podWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"admission", volumeClaimsAdmission},
 		{"rss", func(e benchEnv) []row { return []row{rssWithUnrelatedPods(e.ctx, e.b, e.c, e.tb)} }},
 		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb)} }},
 		{"shared", func(e benchEnv) []row { return []row{sharedVersusUpstream(e.ctx, e.b, e.c)} }},

@@ -218,3 +218,23 @@ func PollPods(ctx context.Context, c client.Client, seen func([]corev1.Pod), opt
 		<-done
 	}
 }
+
+// ExpectDryRunWarning checks the admission warnings of a create for the add-on's Warning about
+// an object its dry run did not accept for a reason that may change, the warnings that start
+// with prefix: want "" means none; else exactly one, that says want.
+func ExpectDryRunWarning(t *testing.T, warnings []string, prefix, want string) {
+	t.Helper()
+	var ours []string
+	for _, w := range warnings {
+		if strings.HasPrefix(w, prefix) {
+			ours = append(ours, w)
+		}
+	}
+	t.Logf("warnings: %q", warnings)
+	switch {
+	case want == "" && len(ours) > 0:
+		t.Errorf("warned %q, want no dry-run Warning", ours)
+	case want != "" && (len(ours) != 1 || !strings.Contains(ours[0], want)):
+		t.Errorf("warnings %q, want one that starts %q and says %q", warnings, prefix, want)
+	}
+}

@@ -25,7 +25,7 @@ var (
 	}, []string{"reason"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_resourceclaims_errors_total",
-		Help: "Errors, by reason (adopt, create, delete, invalid, list).",
+		Help: "Errors, by reason (adopt, create, refused, delete, invalid, list).",
 	}, []string{"reason"})
 	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jobset_addons_resourceclaims_reconcile_duration_seconds",

@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -59,8 +60,9 @@ type Reconciler struct {
 	// (make bench-scale: 1.0 patch, 1.0 get and 1.05 deletes per JobSet of 4 claims).
 	changed *addon.Changed
 
-	// told holds, per Job (or claim), the Warnings told about it, so that each is told once per
-	// process rather than on every reconcile.
+	// told holds, per Job (or claim), the Warnings told about it, and per JobSet the refusals
+	// told (addon.Refusals), so that each is told once per process rather than on every
+	// reconcile.
 	told addon.Told
 }
 
@@ -107,6 +109,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Deleting: the garbage collector takes the Jobs and, with them, the claims.
 	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
 	if err != nil || !ok {
+		if js != nil {
+			r.told.Forget(js.UID) // the refusals told of it
+		}
 		return ctrl.Result{}, err
 	}
 	r.checkJobSet(js)
@@ -313,6 +318,10 @@ type outcome struct {
 	mu     sync.Mutex
 	byJob  map[string]map[string][]string // job -> kind (created, deleted, failed, taken) -> claims
 	errors []string
+	// refused are the creates the API server refused for good, told apart (once per cause);
+	// refusedJobs the Job of each.
+	refused     addon.Refusals
+	refusedJobs sync.Map
 }
 
 func (o *outcome) add(job, kind, claim string, err error) {
@@ -390,12 +399,15 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 				"ResourceClaims %s exist and were not made by resourceclaims: they are left as they are, and the pods of Job %s use them", strings.Join(sorted(c), ", "), j)
 		}
 	}
+	jobOf := map[string]string{}
+	out.refusedJobs.Range(func(k, v any) bool { jobOf[k.(string)] = v.(string); return true })
+	refused := r.tellRefused(js, &out.refused, jobOf)
 	if len(out.errors) > 0 {
 		errs := sorted(out.errors)
 		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
-		return fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; "))
+		return errors.Join(fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; ")), refused)
 	}
-	return nil
+	return refused
 }
 
 // create creates a claim. One that exists already is ours for this owner or made ahead for
@@ -411,6 +423,12 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	}
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return // the JobSet goes with its namespace
+	}
+	if addon.Classify(err) == addon.Refused {
+		reconcileErrors.WithLabelValues("refused").Inc()
+		out.refused.Add(a.create.Labels[contract.ResourceClaimTemplateLabelKey], a.create.Name, err)
+		out.refusedJobs.Store(a.create.Name, a.jobName)
+		return
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		reconcileErrors.WithLabelValues("create").Inc()

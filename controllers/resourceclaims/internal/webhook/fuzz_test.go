@@ -9,12 +9,12 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
-// FuzzJobSetWebhook: the validating JobSet webhook (without its dry runs, which need an
-// apiserver), from the KEP-762 examples.
+// FuzzJobSetWebhook: the validating JobSet webhook, from the KEP-762 examples, with its dry runs
+// answered by a fake API server (addontest.DryRunner).
 func FuzzJobSetWebhook(f *testing.F) {
 	s := addontest.JobSetScheme(f)
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/resourceclaims", "JobSet"), map[string]*admission.Webhook{
-		"validate JobSet": admission.WithValidator(s, &JobSetWebhook{Gates: gates(f, true)}),
+		"validate JobSet": admission.WithValidator(s, &JobSetWebhook{Gates: gates(f, true), DryRun: addontest.DryRunner("resourceclaims")}),
 	})
 }
 

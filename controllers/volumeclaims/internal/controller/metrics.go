@@ -29,7 +29,7 @@ var (
 	})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_errors_total",
-		Help: "Errors, by reason (create, delete, adopt, invalid, list).",
+		Help: "Errors, by reason (create, refused, delete, adopt, invalid, list).",
 	}, []string{"reason"})
 	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jobset_addons_volumeclaims_reconcile_duration_seconds",

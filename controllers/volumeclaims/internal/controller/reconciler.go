@@ -48,8 +48,8 @@ type Reconciler struct {
 	// them again. A PVC leaves it once the cache shows it, so a PVC of ours that someone
 	// deletes while the JobSet runs is created again.
 	made *addon.Made
-	// told holds, per JobSet, the PVCs told as reused and as held (VolumeClaimsHeld), so that
-	// each is told once.
+	// told holds, per JobSet, the PVCs told as reused and as held (VolumeClaimsHeld), and the
+	// refusals told (addon.Refusals), so that each is told once.
 	told addon.Told
 
 	mu     sync.Mutex
@@ -171,6 +171,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	key := client.ObjectKeyFromObject(js)
 	users := r.usersOf(key, js.UID)
 	var created, reused, failed result
+	var refused addon.Refusals
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
@@ -210,6 +211,10 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
+		case addon.Classify(err) == addon.Refused:
+			refused.Add(c.Template.Name, c.Name, err)
+			reconcileErrors.WithLabelValues("refused").Inc()
+			return
 		default:
 			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("create").Inc()
@@ -222,7 +227,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	if n := reused.count(); n > 0 {
 		addon.Tell(r.Recorder, js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return failed.report(js, r.Recorder, actionCreate)
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.

@@ -9,9 +9,10 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
-// FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-572 stories.
+// FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-572 stories, with
+// their dry runs answered by a fake API server (addontest.DryRunner).
 func FuzzJobSetWebhooks(f *testing.F) {
-	s, w := addontest.JobSetScheme(f), &JobSetWebhook{}
+	s, w := addontest.JobSetScheme(f), &JobSetWebhook{DryRun: addontest.DryRunner("volumeclaims")}
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/volumeclaims", "JobSet"), map[string]*admission.Webhook{
 		"mutate JobSet":   admission.WithDefaulter(s, w),
 		"validate JobSet": admission.WithValidator(s, w),

@@ -240,16 +240,6 @@ func TestValidateCreate(t *testing.T) {
 				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol + "[0].templates[0].status"}},
 		},
-		"template without access modes": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol + "[0].templates[0].spec.accessModes"}},
-		},
-		"template with an unknown access mode": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteSometimes], resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, pol + "[0].templates[0].spec.accessModes[0]"}},
-		},
 		"template without a storage request": {
 			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce]}}]}]`).
 				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),

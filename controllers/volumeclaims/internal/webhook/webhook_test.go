@@ -36,7 +36,7 @@ func TestRegister(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewManager: %v", err)
 	}
-	if err := Register(mgr); err != nil {
+	if err := Register(mgr, 10, 10); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
