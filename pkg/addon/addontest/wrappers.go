@@ -387,6 +387,12 @@ func (w *JobWrapper) Finished(t batchv1.JobConditionType) *JobWrapper {
 	return w
 }
 
+// Complete adds the condition JobComplete, True, with the pods that succeeded to complete it
+// (completions; 1 when unset).
+func (w *JobWrapper) Complete() *JobWrapper {
+	return w.Succeeded(ptr.Deref(w.Spec.Completions, 1)).Finished(batchv1.JobComplete)
+}
+
 // Ready sets status.ready.
 func (w *JobWrapper) Ready(n int32) *JobWrapper {
 	w.Status.Ready = ptr.To(n)

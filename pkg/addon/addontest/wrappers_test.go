@@ -117,7 +117,15 @@ func TestWrapperMethods(t *testing.T) {
 			}},
 		},
 		"Job Succeeded": {got: Job(js, "w", 0).Succeeded(2).Obj().Status, want: batchv1.JobStatus{Succeeded: 2}},
-		"Pod UID":       {got: Pod("ns", "train", "w", 0, 0).UID("p").Obj().UID, want: types.UID("p")},
+		"Job Complete": {
+			got:  Job(js, "w", 0).Complete().Obj().Status,
+			want: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+		},
+		"Job Complete of 4 completions": {
+			got:  Job(JobSet("ns", "train").ReplicatedJobs(ReplicatedJob("w").Pods(4)).Obj(), "w", 0).Complete().Obj().Status.Succeeded,
+			want: int32(4),
+		},
+		"Pod UID": {got: Pod("ns", "train", "w", 0, 0).UID("p").Obj().UID, want: types.UID("p")},
 		"Pod Attempt": {
 			got:  Pod("ns", "train", "w", 0, 0).Attempt(2).Obj().Labels[contract.RestartAttemptLabelKey],
 			want: "2",
