@@ -27,13 +27,19 @@ func jobCreate(t *testing.T, job *batchv1.Job) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw}}}
 }
 
-// TestJobWebhook: a composite gang's Job gets its own name as its pods' PodGroup; a Job without
-// the per-job annotation is left as it is.
-func TestJobWebhook(t *testing.T) {
+// compositeJob is Job 1 of ReplicatedJob a of a composite gang's JobSet train, its pods naming
+// the gang train (as the JobSet webhook leaves them) and the Job marked for the Job webhook.
+func compositeJob() *batchv1.Job {
 	a := addontest.ReplicatedJob("a").Replicas(2)
 	a.PodSpec().SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train")}
 	js := addontest.JobSet("ns", "train").ReplicatedJobs(a).Obj()
-	job := addontest.Job(js, "a", 1).Annotation(contract.PerJobPodGroupAnnotationKey, "true").Obj()
+	return addontest.Job(js, "a", 1).Annotation(contract.PerJobPodGroupAnnotationKey, "true").Obj()
+}
+
+// TestJobWebhook: a composite gang's Job gets its own name as its pods' PodGroup; a Job without
+// the per-job annotation is left as it is.
+func TestJobWebhook(t *testing.T) {
+	job := compositeJob()
 	resp := JobWebhook{}.Handle(context.Background(), jobCreate(t, job))
 	if !resp.Allowed || len(resp.Patches) != 1 {
 		t.Fatalf("response %+v: want allowed with one patch", resp)

@@ -141,12 +141,8 @@ func TestDecide(t *testing.T) {
 // the releases of two ReplicatedJobs are two series of Events, not one), and to nothing — a nil
 // interface, not a typed nil — before its Jobs exist.
 func TestFirstJob(t *testing.T) {
-	job := func(name, rj string) batchv1.Job {
-		var j batchv1.Job
-		j.Name, j.Labels = name, map[string]string{contract.ReplicatedJobNameLabelKey: rj}
-		return j
-	}
-	jobs := []batchv1.Job{job("js-b-1", "b"), job("js-a-0", "a"), job("js-b-0", "b")}
+	js := addontest.JobSet("ns", "js").Obj()
+	jobs := []batchv1.Job{*addontest.Job(js, "b", 1).Obj(), *addontest.Job(js, "a", 0).Obj(), *addontest.Job(js, "b", 0).Obj()}
 	if got := firstJob(jobs, "b"); got == nil || got.(*batchv1.Job).Name != "js-b-0" {
 		t.Errorf("firstJob(b) = %v, want js-b-0", got)
 	}
