@@ -68,7 +68,10 @@ func TestWanted(t *testing.T) {
 		"released in an earlier attempt: not for this one": {
 			js: twoStages(released(0), false).Obj(), restarts: 1,
 			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
-				return []client.Object{addontest.Job(js, "init", 0).Complete().Obj(), addontest.Job(js, "init", 1).Complete().Obj(), addontest.Job(js, "init", 0).Attempt(1).Name("js-init-0-r1").Obj()}
+				return []client.Object{
+					addontest.Job(js, "init", 0).Complete().Obj(), addontest.Job(js, "init", 1).Complete().Obj(),
+					addontest.Job(js, "init", 0).Attempt(1).Name("js-init-0-r1").Obj(),
+				}
 			},
 			want: []string{"js-stage-0"},
 		},

@@ -232,8 +232,11 @@ func TestGangs(t *testing.T) {
 				{Name: "train-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 2, MinResources: res("500m", "1Gi"), PriorityClass: []string{"low"}},
 			},
 		},
-		"no ReplicatedJobs":              {js: addontest.JobSet("ns", "train").Annotations(volcano).Obj()},
-		"stages that cannot be computed": {js: addontest.JobSet("ns", "train").Annotate(inOrder, "Sequential").ReplicatedJobs(addontest.ReplicatedJob("a").Requests("1", "1Gi")).Obj(), wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")}},
+		"no ReplicatedJobs": {js: addontest.JobSet("ns", "train").Annotations(volcano).Obj()},
+		"stages that cannot be computed": {
+			js:       addontest.JobSet("ns", "train").Annotate(inOrder, "Sequential").ReplicatedJobs(addontest.ReplicatedJob("a").Requests("1", "1Gi")).Obj(),
+			wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")},
+		},
 		"coscheduling: stage name of 63 characters": {js: addontest.JobSet("ns", long[1:]).Annotations(sequenced).ReplicatedJobs(
 			addontest.ReplicatedJob("a").Requests("1", "1Gi"),
 			addontest.ReplicatedJob("b").Requests("1", "1Gi"),

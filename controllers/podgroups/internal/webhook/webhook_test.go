@@ -111,11 +111,26 @@ func TestDefault(t *testing.T) {
 				pod(js, 1).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-1")}
 			},
 		},
-		"update":                          {op: admissionv1.Update, js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()},
-		"create: no podgroups annotation": {op: admissionv1.Create, js: addontest.JobSet("ns", "train").Annotate("other", "x").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()},
-		"create: only Volcano's queue annotation": {op: admissionv1.Create, js: addontest.JobSet("ns", "train").Annotate(queueKey, "research").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()},
-		"create: a setting the scheduler has not": {op: admissionv1.Create, js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", timeoutKey, "30").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()},
-		"create: settings that do not parse":      {op: admissionv1.Create, js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "slurm").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()},
+		"update": {
+			op: admissionv1.Update,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: no podgroups annotation": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate("other", "x").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: only Volcano's queue annotation": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(queueKey, "research").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: a setting the scheduler has not": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", timeoutKey, "30").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: settings that do not parse": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "slurm").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
 		"create: gang names that are too long": {op: admissionv1.Create, js: addontest.JobSet("ns", long).Annotate(schedulerKey, "coscheduling", inOrderKey, "InOrder").ReplicatedJobs(
 			addontest.ReplicatedJob("a"),
 			addontest.ReplicatedJob("b"),
@@ -399,7 +414,8 @@ func TestValidateUpdate(t *testing.T) {
 		}
 	})
 	t.Run("unchanged", func(t *testing.T) {
-		oldJS := addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research", topologyKey, "{mode: hard}", "other", "x").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
+		oldJS := addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research", topologyKey, "{mode: hard}", "other", "x").
+			ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
 		newJS := oldJS.DeepCopy()
 		newJS.Annotations["other"] = "y"
 		newJS.Spec.ReplicatedJobs[0].Replicas = 2
