@@ -184,6 +184,9 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
 	}
 	var warnings admission.Warnings
+	if wb, ok := b.(backend.Warner); ok {
+		warnings = append(warnings, wb.Warnings(js, gangs)...)
+	}
 	for _, g := range gangs {
 		if _, warning := g.PriorityClass(w.Classes); warning != "" {
 			warnings = append(warnings, warning)

@@ -318,6 +318,27 @@ func TestValidate(t *testing.T) {
 			wantErrs:  []string{fe(field.ErrorTypeForbidden, "metadata.annotations[podgroups.jobset-addons.io/network-topology]")},
 			message:   "topology-key",
 		},
+		"coscheduling: a Job's pods sharing its claims, warned of the deadlock": {
+			js: func() *jobsetv1alpha2.JobSet {
+				claimed := rj("b", "", "")
+				claimed.Template.Annotations = kv(contract.TemplatesAnnotationKey, `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`)
+				claimed.Template.Spec.Parallelism, claimed.Template.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
+				one := rj("c", "", "")
+				one.Template.Annotations = claimed.Template.Annotations // one pod a Job: no warning
+				return jobSet("train", kv(schedulerKey, "coscheduling"), rj("a", "", ""), claimed, one)
+			}(),
+			installed: []contract.Scheduler{coscheduling},
+			warnings:  [][]string{{"spec.replicatedJobs[b]", "2 pods", "deadlock", "kubernetes"}},
+		},
+		"kubernetes: a Job's pods sharing its claims, no warning": {
+			js: func() *jobsetv1alpha2.JobSet {
+				claimed := rj("b", "", "")
+				claimed.Template.Annotations = kv(contract.TemplatesAnnotationKey, `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`)
+				claimed.Template.Spec.Parallelism, claimed.Template.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
+				return jobSet("train", kv(schedulerKey, "kubernetes"), claimed)
+			}(),
+			installed: []contract.Scheduler{contract.SchedulerKubernetes},
+		},
 		"not installed, otherwise valid": {
 			js:       addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
