@@ -252,6 +252,7 @@ func causes(t *testing.T, err error, jobSet string) []string {
 
 func TestValidate(t *testing.T) {
 	long := strings.Repeat("n", 60)
+	gpu := `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`
 	volcano, coscheduling := contract.SchedulerVolcano, contract.SchedulerCoscheduling
 	cases := map[string]struct {
 		js        *jobsetv1alpha2.JobSet
@@ -319,24 +320,17 @@ func TestValidate(t *testing.T) {
 			message:   "topology-key",
 		},
 		"coscheduling: a Job's pods sharing its claims, warned of the deadlock": {
-			js: func() *jobsetv1alpha2.JobSet {
-				claimed := rj("b", "", "")
-				claimed.Template.Annotations = kv(contract.TemplatesAnnotationKey, `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`)
-				claimed.Template.Spec.Parallelism, claimed.Template.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
-				one := rj("c", "", "")
-				one.Template.Annotations = claimed.Template.Annotations // one pod a Job: no warning
-				return jobSet("train", kv(schedulerKey, "coscheduling"), rj("a", "", ""), claimed, one)
-			}(),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b").Pods(2).JobAnnotation(contract.TemplatesAnnotationKey, gpu),
+				addontest.ReplicatedJob("c").JobAnnotation(contract.TemplatesAnnotationKey, gpu), // one pod a Job: no warning
+			).Obj(),
 			installed: []contract.Scheduler{coscheduling},
 			warnings:  [][]string{{"spec.replicatedJobs[b]", "2 pods", "deadlock", "kubernetes"}},
 		},
 		"kubernetes: a Job's pods sharing its claims, no warning": {
-			js: func() *jobsetv1alpha2.JobSet {
-				claimed := rj("b", "", "")
-				claimed.Template.Annotations = kv(contract.TemplatesAnnotationKey, `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`)
-				claimed.Template.Spec.Parallelism, claimed.Template.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
-				return jobSet("train", kv(schedulerKey, "kubernetes"), claimed)
-			}(),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").
+				ReplicatedJobs(addontest.ReplicatedJob("b").Pods(2).JobAnnotation(contract.TemplatesAnnotationKey, gpu)).Obj(),
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 		},
 		"not installed, otherwise valid": {
