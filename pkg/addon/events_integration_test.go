@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // TestEventsOnAPIServer writes Events through the add-ons' own broadcaster to a real apiserver
@@ -39,8 +41,8 @@ func TestEventsOnAPIServer(t *testing.T) {
 	}
 	rec := noteLimit{b.NewRecorder(scheme, "test.jobset-addons.io")}
 	const ns = "default"
-	told := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "told", UID: "00000000-0000-0000-0000-000000000001"}}
-	folded := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "folded", UID: "00000000-0000-0000-0000-000000000002"}}
+	told := addontest.JobSet(ns, "told").UID("00000000-0000-0000-0000-000000000001").Obj()
+	folded := addontest.JobSet(ns, "folded").UID("00000000-0000-0000-0000-000000000002").Obj()
 	notes := []string{"2 claims failed: quota", "3 claims failed: quota", "1 claims failed: forbidden", "2 claims failed: quota"}
 	for _, note := range notes {
 		Tell(rec, told, nil, corev1.EventTypeWarning, "ClaimsFailed", "Create", "%s", note)

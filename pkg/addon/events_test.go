@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 func TestCutNote(t *testing.T) {
@@ -41,7 +41,8 @@ func (r *recorded) Eventf(regarding, related runtime.Object, eventtype, reason, 
 }
 
 func TestTellKeysEachNote(t *testing.T) {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js", UID: "uid-js", ResourceVersion: "7"}}
+	js := addontest.JobSet("ns", "js").UID("uid-js").Obj()
+	js.ResourceVersion = "7"
 	var rec recorded
 	for _, n := range []int{1, 2, 1} {
 		Tell(&rec, js, nil, corev1.EventTypeWarning, "Failed", "Create", "%d failed", n)
@@ -78,7 +79,7 @@ func TestToldOnceAndWarn(t *testing.T) {
 	if told.Has("a", "pvc-1") || !told.Once("a", "pvc-1") {
 		t.Fatal("Unsay did not let pvc-1 be told again")
 	}
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js", UID: "a"}}
+	js := addontest.JobSet("ns", "js").UID("a").Obj()
 	var rec recorded
 	got := []bool{
 		told.Warn(&rec, js, nil, "Invalid", "Skip", "bad %d", 1),

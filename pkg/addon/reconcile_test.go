@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,19 +11,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
+// managedJobSet is a JobSet that uses three add-ons and Kueue, in restart attempt 1, with
+// spec.managedBy (nil: unset).
 func managedJobSet(managedBy *string) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js", UID: "uid-js", Labels: map[string]string{"l": "v"}, Annotations: map[string]string{
-			contract.PoliciesAnnotationKey: "[]", contract.SchedulerAnnotationKey: "volcano", "kueue.x-k8s.io/queue-name": "q",
-		}},
-		Spec: jobsetv1alpha2.JobSetSpec{ManagedBy: managedBy, ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-			Name: "w", Replicas: 1, Template: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.TemplatesAnnotationKey: "[]"}}},
-		}}},
-		Status: jobsetv1alpha2.JobSetStatus{Restarts: 1},
-	}
+	js := addontest.JobSet("ns", "js").UID("uid-js").Label("l", "v").
+		Annotate(contract.PoliciesAnnotationKey, "[]", contract.SchedulerAnnotationKey, "volcano", "kueue.x-k8s.io/queue-name", "q").
+		ReplicatedJobs(addontest.ReplicatedJob("w").JobAnnotation(contract.TemplatesAnnotationKey, "[]")).
+		Restarts(1).Obj()
+	js.Spec.ManagedBy = managedBy
+	return js
 }
 
 func TestReconcileJobSet(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -20,7 +21,10 @@ func TestDefaultedCopy(t *testing.T) {
 	for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 		t.Run(string(s), func(t *testing.T) {
 			w := hook(s)
-			created := jobSet("train", kv(schedulerKey, string(s), inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))
+			created := addontest.JobSet("ns", "train").Annotate(schedulerKey, string(s), inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b"),
+			).Obj()
 			before := created.DeepCopy()
 			if err := w.Default(request(admissionv1.Create), created); err != nil {
 				t.Fatal(err)

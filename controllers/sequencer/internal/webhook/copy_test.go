@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // MultiKueue copies a JobSet from the manager cluster to a worker with its labels, annotations
@@ -19,7 +19,10 @@ import (
 func TestDefaultedCopy(t *testing.T) {
 	w := &JobSetWebhook{}
 	ctx := context.Background()
-	created := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 2).Obj()
+	created := addontest.JobSet("ns", "train").InOrder().ReplicatedJobs(
+		addontest.ReplicatedJob("init"),
+		addontest.ReplicatedJob("node").Replicas(2),
+	).Obj()
 	if err := w.Default(ctx, created); err != nil {
 		t.Fatal(err)
 	}
