@@ -12,17 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
-// DryRunner is an addon.DryRunner whose API server is a fake that answers each dry run, by a
+// DryRunClient is a client for an addon.DryRunner whose API server is a fake that answers each dry run, by a
 // hash of the object, as a real one may: accepted; 422 Invalid with causes at fields named by
 // the object's own label keys and annotation values (text the fuzzer controls) and at an
 // index; 403 quota exceeded; 409 AlreadyExists; a webhook that failed. A fuzzer that sets it
 // on a webhook feeds the dry-run path (its classification, its mapping of causes into the
 // JobSet's paths, its Warnings) with what it makes of arbitrary JobSets.
-func DryRunner(name string) *addon.DryRunner {
+func DryRunClient() client.Client {
 	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 			raw, err := json.Marshal(obj)
@@ -54,5 +52,5 @@ func DryRunner(name string) *addon.DryRunner {
 			return nil
 		},
 	}).Build()
-	return &addon.DryRunner{Client: c, Name: name}
+	return c
 }

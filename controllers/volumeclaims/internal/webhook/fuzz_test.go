@@ -6,13 +6,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-572 stories, with
-// their dry runs answered by a fake API server (addontest.DryRunner).
+// their dry runs answered by a fake API server (addontest.DryRunClient).
 func FuzzJobSetWebhooks(f *testing.F) {
-	s, w := addontest.JobSetScheme(f), &JobSetWebhook{DryRun: addontest.DryRunner("volumeclaims")}
+	s, w := addontest.JobSetScheme(f), &JobSetWebhook{DryRun: &addon.DryRunner{Client: addontest.DryRunClient(), Name: "volumeclaims"}}
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/volumeclaims", "JobSet"), map[string]*admission.Webhook{
 		"mutate JobSet":   admission.WithDefaulter(s, w),
 		"validate JobSet": admission.WithValidator(s, w),
