@@ -19,7 +19,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -60,7 +59,7 @@ func TestLeaderFailover(t *testing.T) {
 
 		type result struct{ lease, acted time.Duration }
 		results := map[string]result{}
-		for k, name := range testbed.Addons {
+		for k, name := range framework.Addons {
 			r := replicas[name]
 			leader := waitLeader(ctx, t, r)
 			oldHolder := leaseHolder(ctx, t, c, name)
@@ -98,7 +97,7 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		stopLoad()
 		n := <-loaded
-		waitAllCompleted(ctx, t, c, ns, n+len(testbed.Addons), 10*time.Minute)
+		waitAllCompleted(ctx, t, c, ns, n+len(framework.Addons), 10*time.Minute)
 		cr := createsIn(t, ns, since)
 		for k, count := range cr.made {
 			if count != 1 {
@@ -113,7 +112,7 @@ func TestLeaderFailover(t *testing.T) {
 }
 
 // waitLeader waits until one replica of r says it leads.
-func waitLeader(ctx context.Context, t *testing.T, r *testbed.AddonReplicas) int {
+func waitLeader(ctx context.Context, t *testing.T, r *framework.AddonReplicas) int {
 	t.Helper()
 	var leader int
 	framework.Eventually(ctx, t, time.Minute, r.Name+" has a leader", func(ctx context.Context) (bool, string, error) {
@@ -127,7 +126,7 @@ func waitLeader(ctx context.Context, t *testing.T, r *testbed.AddonReplicas) int
 // leaseHolder is the holder of the add-on's leader election Lease.
 func leaseHolder(ctx context.Context, t *testing.T, c client.Client, name string) string {
 	var l coordinationv1.Lease
-	if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.AddonNamespace, Name: name + ".jobset-addons.io"}, &l); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: framework.AddonNamespace, Name: name + ".jobset-addons.io"}, &l); err != nil {
 		t.Logf("lease of %s: %v", name, err)
 		return ""
 	}

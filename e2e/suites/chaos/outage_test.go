@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 // TestWebhookOutage makes every add-on's webhooks unreachable (each Front refuses connections)
@@ -77,7 +76,7 @@ func TestWebhookOutage(t *testing.T) {
 		for range 4 { // admitted just before: their Jobs and pods are made during the outage
 			tick()
 		}
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			replicas[name].Front.Pause()
 		}
 		phase = "during"
@@ -86,7 +85,7 @@ func TestWebhookOutage(t *testing.T) {
 			tick()
 			time.Sleep(time.Second)
 		}
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			if err := replicas[name].Front.Resume(); err != nil {
 				t.Fatal(err)
 			}

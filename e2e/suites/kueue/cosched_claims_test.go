@@ -16,7 +16,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -121,8 +120,8 @@ func TestCoschedulingClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range ps {
-				if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
-					t.Errorf("pod %s: schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, testbed.CoschedulingSchedulerName)
+				if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
+					t.Errorf("pod %s: schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, framework.CoschedulingSchedulerName)
 				}
 			}
 			framework.WaitEventCounts(ctx, t, c, js, map[string]int{"StageReleased": 1, "PodGroupCreated": 2})

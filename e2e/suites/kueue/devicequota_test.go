@@ -21,13 +21,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // The device quota of TestDeviceQuota: a DeviceClass of its own whose one ResourceSlice has
 // quotaSliceDevices devices, and the logical resource Kueue's Configuration maps it to
-// (testbed.KueueOptions.DeviceClassMappings), which a ClusterQueue gives a quota.
+// (framework.KueueOptions.DeviceClassMappings), which a ClusterQueue gives a quota.
 const (
 	quotaClass        = "quota.kueue.testbed.jobset-addons.io"
 	quotaDevice       = "testbed.jobset-addons.io/device"
@@ -85,7 +84,7 @@ spec:
           spec:
             restartPolicy: Never
             containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
-`, name, ns, queueNameLabel, queue, contract.TemplatesAnnotationKey, quotaClass, testbed.DelayAnnotationKey, run)
+`, name, ns, queueNameLabel, queue, contract.TemplatesAnnotationKey, quotaClass, framework.DelayAnnotationKey, run)
 	js := &jobsetv1alpha2.JobSet{}
 	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
 		t.Fatalf("JobSet %s: %v\n%s", name, err, doc)
@@ -208,7 +207,7 @@ func TestDeviceQuota(t *testing.T) {
 			var admitted int64
 			framework.Eventually(ctx, t, 30*time.Second, "the ClusterQueue's status counting the three", func(ctx context.Context) (bool, string, error) {
 				cq := &unstructured.Unstructured{}
-				cq.SetGroupVersionKind(testbed.KueueGVR("clusterqueues").GroupVersion().WithKind("ClusterQueue"))
+				cq.SetGroupVersionKind(framework.KueueGVR("clusterqueues").GroupVersion().WithKind("ClusterQueue"))
 				if err := c.Get(ctx, client.ObjectKey{Name: q.clusterQueue}, cq); err != nil {
 					return false, err.Error(), nil
 				}

@@ -17,7 +17,6 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -111,7 +110,7 @@ func checkOneGang(ctx context.Context, t *testing.T, c client.Client, js *jobset
 		switch s {
 		case contract.SchedulerCoscheduling:
 			gang = p.Labels[contract.CoschedulingPodGroupLabelKey]
-			if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
+			if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
 				t.Errorf("pod %s: schedulerName %q", p.Name, p.Spec.SchedulerName)
 			}
 		case contract.SchedulerKubernetes:

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -78,9 +77,9 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 	if o.tas {
 		rf["topologyName"] = ns
 		objs = append(objs, kueueObject("Topology", "", ns, map[string]any{"levels": []any{
-			map[string]any{"nodeLabel": testbed.TopologyBlockLabel},
-			map[string]any{"nodeLabel": testbed.TopologyRackLabel},
-			map[string]any{"nodeLabel": testbed.TopologyHostLabel},
+			map[string]any{"nodeLabel": framework.TopologyBlockLabel},
+			map[string]any{"nodeLabel": framework.TopologyRackLabel},
+			map[string]any{"nodeLabel": framework.TopologyHostLabel},
 		}}))
 	}
 	covered, quotas := []any{"cpu"}, []any{map[string]any{"name": "cpu", "nominalQuota": o.cpu}}
@@ -190,7 +189,7 @@ func (s shape) jobSet(t *testing.T, ns string) *jobsetv1alpha2.JobSet {
 	}
 	trainPodAnnotations := ""
 	if s.rack {
-		trainPodAnnotations = ", " + podsetRequiredTopology + ": " + testbed.TopologyRackLabel
+		trainPodAnnotations = ", " + podsetRequiredTopology + ": " + framework.TopologyRackLabel
 	}
 	doc := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
@@ -231,7 +230,7 @@ spec:
             restartPolicy: Never
             containers: [{name: main, image: busybox, resources: {requests: {cpu: "%[6]s"}}, volumeMounts: %[13]s}]
 `, s.name, ns, labels, annotations, s.initRun, s.cpu, initMounts, s.trainJobs, orEmpty(claims), s.trainPods, s.trainRun,
-		testbed.DelayAnnotationKey, trainMounts, trainPodAnnotations)
+		framework.DelayAnnotationKey, trainMounts, trainPodAnnotations)
 	js := &jobsetv1alpha2.JobSet{}
 	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
 		t.Fatalf("JobSet %s: %v\n%s", s.name, err, doc)

@@ -36,12 +36,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 var (
 	testenv env.Environment
-	tb      testbed.Config
+	tb      framework.Config
 
 	mu sync.Mutex
 	// namespaces the features made: the suite waits until they are gone before it stops Kueue,
@@ -53,7 +52,7 @@ func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "testbed: "+forma
 
 func TestMain(m *testing.M) {
 	var err error
-	if tb, err = testbed.DefaultConfig(); err != nil {
+	if tb, err = framework.DefaultConfig(); err != nil {
 		panic(err)
 	}
 	e := framework.NewEnvironment()
@@ -63,10 +62,10 @@ func TestMain(m *testing.M) {
 		}
 		// The gang schedulers' CRDs before podgroups starts; Kueue before the add-ons, as a
 		// cluster would have it (the order does not matter to either).
-		if err := testbed.StartGangSchedulers(ctx, tb, logf); err != nil {
+		if err := framework.StartGangSchedulers(ctx, tb, logf); err != nil {
 			return ctx, err
 		}
-		if err := testbed.StartKueue(ctx, tb, testbed.KueueOptions{DeviceClassMappings: map[string][]string{quotaDevice: {quotaClass}}}, logf); err != nil {
+		if err := framework.StartKueue(ctx, tb, framework.KueueOptions{DeviceClassMappings: map[string][]string{quotaDevice: {quotaClass}}}, logf); err != nil {
 			return ctx, err
 		}
 		return ctx, publishDevices(ctx, cfg)
@@ -83,9 +82,9 @@ func TestMain(m *testing.M) {
 		if err := unpublishDevices(ctx, cfg); err != nil {
 			return ctx, err
 		}
-		return ctx, testbed.StopKueue(ctx, tb)
+		return ctx, framework.StopKueue(ctx, tb)
 	})
-	for _, name := range testbed.Addons {
+	for _, name := range framework.Addons {
 		e = framework.WithAddon(e, name, nil, "--log-level=2")
 	}
 	testenv = e

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -137,14 +136,14 @@ func checkPodNamesGang(t *testing.T, p *corev1.Pod, s contract.Scheduler, group 
 		if got := p.Annotations[contract.VolcanoGroupNameAnnotationKey]; got != group {
 			t.Errorf("pod %s group-name = %q, want %q", p.Name, got, group)
 		}
-		if p.Spec.SchedulerName != testbed.VolcanoSchedulerName {
+		if p.Spec.SchedulerName != framework.VolcanoSchedulerName {
 			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
 		}
 	case contract.SchedulerCoscheduling:
 		if got := p.Labels[contract.CoschedulingPodGroupLabelKey]; got != group {
 			t.Errorf("pod %s pod-group = %q, want %q", p.Name, got, group)
 		}
-		if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
+		if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
 			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
 		}
 	case contract.SchedulerKubernetes:

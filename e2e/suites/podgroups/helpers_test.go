@@ -23,7 +23,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -63,7 +62,7 @@ func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet
 			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: run}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{
@@ -112,7 +111,7 @@ func addPoolNodeLabelled(ctx context.Context, t *testing.T, cfg *envconf.Config,
 	taint := corev1.Taint{Key: poolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule}
 	nodeLabels := map[string]string{poolLabel: pool}
 	maps.Copy(nodeLabels, labels)
-	if err := testbed.AddNode(ctx, cs, name, nodeLabels, []corev1.Taint{taint}, alloc); err != nil {
+	if err := framework.AddNode(ctx, cs, name, nodeLabels, []corev1.Taint{taint}, alloc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })

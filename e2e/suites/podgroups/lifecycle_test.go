@@ -18,7 +18,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -126,7 +125,7 @@ func testStages(t *testing.T, s contract.Scheduler) {
 // changes it), the PodGroup (and the Workload's template) follows; resumed, the JobSet runs with
 // the new size and, once finished, leaves no PodGroup (nor Workload).
 func TestSuspendChangeResume(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
+	framework.RequireJobSet(t, framework.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
 		"immutable and parallelism cannot change while suspended")
 	testSuspendChangeResume(t, contract.SchedulerCoscheduling)
 	testSuspendChangeResume(t, contract.SchedulerKubernetes)

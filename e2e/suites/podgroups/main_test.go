@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -31,7 +30,7 @@ var testenv env.Environment
 
 func TestMain(m *testing.M) {
 	e := framework.NewEnvironment()
-	tb, err := testbed.DefaultConfig()
+	tb, err := framework.DefaultConfig()
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 		if framework.Installed() {
 			return ctx, nil
 		}
-		return ctx, testbed.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
+		return ctx, framework.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		})
 	})

@@ -21,7 +21,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -80,7 +79,7 @@ func probePodGroups(ctx context.Context, c client.Client) error {
 
 // devices are the DeviceClasses and ResourceSlices of examples/resourceclaims.
 func devices() ([]client.Object, error) {
-	root, err := testbed.RepoRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +139,7 @@ func rjob(name string, replicas, pods int32, templates string) jobsetv1alpha2.Re
 			Completions:  ptr.To(pods),
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "3s"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: "3s"}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers:    []corev1.Container{{Name: "worker", Image: "busybox"}, {Name: "helper", Image: "busybox"}},

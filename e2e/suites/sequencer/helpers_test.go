@@ -20,7 +20,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -51,7 +50,7 @@ func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet
 		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: run}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
@@ -96,7 +95,7 @@ func runFor(js *jobsetv1alpha2.JobSet, run string, names ...string) {
 			if rj.Template.Spec.Template.Annotations == nil {
 				rj.Template.Spec.Template.Annotations = map[string]string{}
 			}
-			rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = run
+			rj.Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = run
 		}
 	}
 }

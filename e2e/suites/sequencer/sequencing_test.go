@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -79,7 +78,7 @@ func TestRestartMidSequence(t *testing.T) {
 		c := framework.Client(t, cfg)
 		js := newJobSet(framework.NamespaceFrom(ctx), "restart").inOrder().maxRestarts(1).
 			replicated("a", 1, 1, "2s").
-			replicated("b", 1, 1, "1s").podAnnotate(testbed.FailFirstAttemptAnnotationKey, "true").
+			replicated("b", 1, 1, "1s").podAnnotate(framework.FailFirstAttemptAnnotationKey, "true").
 			replicated("c", 1, 1, "1s").JobSet
 		w := startWatch(ctx, t, c, js, sequence{
 			pods: map[string]int{"a": 1, "b": 1, "c": 1},

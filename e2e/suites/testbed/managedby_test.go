@@ -20,7 +20,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -43,7 +42,7 @@ var made = []schema.GroupVersionResource{
 // why; a bad annotation on such a JobSet is still refused. The same JobSet without
 // spec.managedBy, created beside it, gets all of them (the control).
 func TestManagedElsewhere(t *testing.T) {
-	tb, err := testbed.DefaultConfig()
+	tb, err := framework.DefaultConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +52,8 @@ func TestManagedElsewhere(t *testing.T) {
 			if framework.Installed() {
 				return ctx
 			}
-			for _, a := range testbed.Addons {
-				if err := testbed.StartAddon(ctx, tb, a, nil, "--log-level=2"); err != nil {
+			for _, a := range framework.Addons {
+				if err := framework.StartAddon(ctx, tb, a, nil, "--log-level=2"); err != nil {
 					t.Fatalf("starting %s: %v", a, err)
 				}
 			}
@@ -129,8 +128,8 @@ func TestManagedElsewhere(t *testing.T) {
 			if framework.Installed() {
 				return ctx
 			}
-			for _, a := range testbed.Addons {
-				if err := testbed.StopAddon(ctx, tb, a); err != nil {
+			for _, a := range framework.Addons {
+				if err := framework.StopAddon(ctx, tb, a); err != nil {
 					t.Errorf("stopping %s: %v", a, err)
 				}
 			}
@@ -154,7 +153,7 @@ func allAddons(ns, name string) *jobsetv1alpha2.JobSet {
 			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1s"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: "1s"}},
 				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: vm}}},
 			},

@@ -19,7 +19,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 func podSpec() corev1.PodSpec {
@@ -222,7 +221,7 @@ func TestJobDeletionCollectsPods(t *testing.T) {
 			ns := framework.NamespaceFrom(ctx)
 			tmpl := corev1.PodTemplateSpec{
 				// Long enough to still run when the Job is deleted.
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "10m"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: "10m"}},
 				Spec:       podSpec(),
 			}
 			job := &batchv1.Job{

@@ -17,7 +17,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -259,4 +258,4 @@ func keys[V any](m map[string]V) []string {
 
 // delay makes the pods of js run for d, so that the test sees them and their PVCs before the
 // JobSet finishes.
-func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, testbed.DelayAnnotationKey, d) }
+func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, framework.DelayAnnotationKey, d) }
