@@ -60,4 +60,3 @@ func EventMessages(ctx context.Context, c client.Client, obj client.Object, reas
 	}
 	return out, nil
 }
-

@@ -38,4 +38,3 @@ func PollPods(ctx context.Context, c client.Client, seen func([]corev1.Pod), opt
 		<-done
 	}
 }
-
