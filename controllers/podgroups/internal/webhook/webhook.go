@@ -42,6 +42,12 @@ type JobSetWebhook struct {
 	// Composites tells whether CompositePodGroup (scheduling.k8s.io/v1alpha3) was served when the
 	// controller started: a composite gang is refused where not.
 	Composites bool
+	// DryRun, when set, has the API server judge the gang objects a new JobSet would get (its
+	// Workload, or its PodGroups): their validation (the CRD's schema), admission policies,
+	// other webhooks, the namespace's quota (addon.DryRunner).
+	DryRun *addon.DryRunner
+	// DefaultQueue is the Volcano queue of a JobSet that names none, as the reconciler's.
+	DefaultQueue string
 }
 
 var (
@@ -144,7 +150,8 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 // backend whose CRD is not installed, stages that cannot be computed, gang names that are too
 // long, pod templates naming another scheduler, and a Job of more than jobsets.MaxClaimSharers
 // pods sharing its claims through a PodGroup where the apiserver drops a PodGroup's claims;
-// and the priority warnings. Of a JobSet managed elsewhere (contract.ManagedElsewhere), only
+// and the priority warnings; then what the API server refuses of its gang objects, by dry run
+// (DryRun), or warns of. Of a JobSet managed elsewhere (contract.ManagedElsewhere), only
 // what it says itself: the annotations, the gangs and the backend's own limits.
 func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
 	if !gang.Uses(js) {
@@ -184,6 +191,11 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
 	}
 	var warnings admission.Warnings
+	if installed && len(errs) == 0 {
+		var refused field.ErrorList
+		refused, warnings = w.DryRun.Check(ctx, w.dryRuns(js, b, s, gangs))
+		errs = append(errs, refused...)
+	}
 	if wb, ok := b.(backend.Warner); ok {
 		warnings = append(warnings, wb.Warnings(js, gangs)...)
 	}
