@@ -284,7 +284,7 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 // refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
 // when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
 // resourceclaims controllers' ReasonRefused).
-var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused"}
+var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused"}
 
 // refused prints, when there are any, the Warnings of refusedReasons among evs, however old: each
 // is told once, and the JobSet waits on it for as long as it lives.

@@ -173,9 +173,17 @@ func (r *Reconciler) finish(js *jobsetv1alpha2.JobSet, waiting bool, errs []erro
 	return ctrl.Result{}, nil
 }
 
-// failed tells err (if any) as a Warning on the JobSet, and returns it.
+// failed tells err (if any) as a Warning on the JobSet, and returns it (the reconcile is retried
+// with back-off). A create the API server refuses for good is told as such (ReasonRefused).
 func (r *Reconciler) failed(js *jobsetv1alpha2.JobSet, err error) error {
-	if err != nil {
+	switch {
+	case err == nil:
+	case addon.Classify(err) == addon.Refused:
+		reconcileErrors.WithLabelValues("refused").Inc()
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonRefused, actionCreate,
+			"The API server refuses the JobSet's gang objects and will go on refusing them as they are: %v. "+
+				"Its pods are not gang-scheduled until it accepts them; the JobSet is not failed (JobSet owns its status). Retried with back-off", err)
+	default:
 		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
 	}
 	return err
