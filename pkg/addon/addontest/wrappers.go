@@ -74,6 +74,18 @@ func (w *JobSetWrapper) InOrder() *JobSetWrapper {
 	return w.Annotation(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
 }
 
+// VolumeClaimsPolicies sets volumeclaims' policies annotation: value is its YAML list of
+// policies.
+func (w *JobSetWrapper) VolumeClaimsPolicies(value string) *JobSetWrapper {
+	return w.Annotation(contract.PoliciesAnnotationKey, value)
+}
+
+// VolumeClaimsAdmitted sets the marker volumeclaims' mutating webhook leaves on a JobSet it
+// injected.
+func (w *JobSetWrapper) VolumeClaimsAdmitted() *JobSetWrapper {
+	return w.Annotation(contract.VolumeClaimsAdmittedAnnotationKey, contract.EnabledValue)
+}
+
 // Label sets a label of the JobSet.
 func (w *JobSetWrapper) Label(key, value string) *JobSetWrapper {
 	w.Labels = set(w.Labels, key, value)
@@ -249,6 +261,16 @@ func (w *ReplicatedJobWrapper) Containers(names ...string) *ReplicatedJobWrapper
 	spec.Containers = nil
 	for _, n := range names {
 		spec.Containers = append(spec.Containers, corev1.Container{Name: n, Image: "busybox"})
+	}
+	return w
+}
+
+// InitContainers replaces the init containers with one of busybox for each name.
+func (w *ReplicatedJobWrapper) InitContainers(names ...string) *ReplicatedJobWrapper {
+	spec := w.PodSpec()
+	spec.InitContainers = nil
+	for _, n := range names {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: n, Image: "busybox"})
 	}
 	return w
 }
