@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -70,9 +71,9 @@ func classTmpl(name, class string) string {
 // exceeded as a Warning; a template with a problem of its own is not sent.
 func TestDryRuns(t *testing.T) {
 	w, sent := dryRunHook(t)
-	js := jobSet("train").Policies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
 		classTmpl("data", "invalid") + `, ` + classTmpl("scratch", "quota") + `, ` + classTmpl("gone", "fast") + `]}]`).
-		ReplicatedJobs(replicatedJob("w").Replicas(3).Pods(4).Mount("shared", "data", "scratch")).Obj()
+		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(3).Pods(4).Mount("shared", "data", "scratch")).Obj()
 	js.UID = types.UID("uid-1")
 	ctx := ctxFor(admissionv1.Create)
 	if err := w.Default(ctx, js); err != nil {
@@ -110,8 +111,8 @@ func TestDryRuns(t *testing.T) {
 // admitted; without a UID (a client's own dry run of the JobSet) the PVC has no owner.
 func TestDryRunsAdmitted(t *testing.T) {
 	w, sent := dryRunHook(t)
-	js := jobSet("train").Policies(`[{templates: [` + classTmpl("shared", "quota") + `]}]`).
-		ReplicatedJobs(replicatedJob("w").Mount("shared")).Obj()
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "quota") + `]}]`).
+		ReplicatedJobs(addontest.ReplicatedJob("w").Mount("shared")).Obj()
 	ctx := ctxFor(admissionv1.Create)
 	if err := w.Default(ctx, js); err != nil {
 		t.Fatal(err)
