@@ -97,7 +97,8 @@ func TestRetentionWarnings(t *testing.T) {
 		return "[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: " + retention + "}]"
 	}
 	twoJobs := func(policies string) *addontest.JobSetWrapper {
-		return addontest.JobSet("default", "train").VolumeClaimsPolicies(policies).ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data"), addontest.ReplicatedJob("v").Mount("data"))
+		return addontest.JobSet("default", "train").VolumeClaimsPolicies(policies).
+			ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data"), addontest.ReplicatedJob("v").Mount("data"))
 	}
 	path := "metadata.annotations[volumeclaims.jobset-addons.io/policies][0].retentionPolicy: "
 	cases := map[string]struct {
@@ -111,7 +112,8 @@ func TestRetentionWarnings(t *testing.T) {
 		"shared, Delete, with a TTL":          {js: withTTL(twoJobs(shared("{whenComplete: Delete}")).Obj())},
 		"per-pod of one of two, with a TTL":   {js: withTTL(twoJobs(perPodPolicies("{whenComplete: Delete}")).Obj()), want: path + "the per-pod PVCs it deletes when their ReplicatedJobs finish"},
 		"per-pod of one of two, finishedPods": {js: withTTL(twoJobs(perPodPolicies("{whenComplete: Delete, finishedPods: Delete}")).Obj())},
-		"per-pod of the only one, with a TTL": {js: withTTL(addontest.JobSet("default", "train").VolumeClaimsPolicies(perPodPolicies("{whenComplete: Delete}")).ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data")).Obj())},
+		"per-pod of the only one, with a TTL": {js: withTTL(addontest.JobSet("default", "train").VolumeClaimsPolicies(perPodPolicies("{whenComplete: Delete}")).
+			ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data")).Obj())},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -430,8 +432,9 @@ func TestValidateUpdate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}},
 		},
 		"policies added": {
-			oldJS:    addontest.JobSet("default", "train").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
-			newJS:    addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			oldJS: addontest.JobSet("default", "train").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}},
 		},
 		"policies removed": {
@@ -453,8 +456,10 @@ func TestValidateUpdate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, marker}},
 		},
 		"marker added": {
-			oldJS:    addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
-			newJS:    addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			oldJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, marker}},
 		},
 		"marker changed": {
@@ -472,8 +477,10 @@ func TestValidateUpdate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}, {field.ErrorTypeForbidden, marker}},
 		},
 		"unchanged but invalid policies are not checked again": {
-			oldJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
-			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+			oldJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 		},
 	}
 	for name, tc := range cases {
@@ -565,12 +572,16 @@ func TestDefault(t *testing.T) {
 			want: addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"policies that do not parse": {
-			js:   addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
-			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"generateName: no name yet": {
-			js:   addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
-			want: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"UPDATE": {
 			ctx:  ctxFor(admissionv1.Update),
