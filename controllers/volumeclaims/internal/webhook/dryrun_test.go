@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -71,10 +70,9 @@ func classTmpl(name, class string) string {
 // exceeded as a Warning; a template with a problem of its own is not sent.
 func TestDryRuns(t *testing.T) {
 	w, sent := dryRunHook(t)
-	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
+	js := addontest.JobSet("default", "train").UID("uid-1").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
 		classTmpl("data", "invalid") + `, ` + classTmpl("scratch", "quota") + `, ` + classTmpl("gone", "fast") + `]}]`).
 		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(3).Pods(4).Mount("shared", "data", "scratch")).Obj()
-	js.UID = types.UID("uid-1")
 	ctx := ctxFor(admissionv1.Create)
 	if err := w.Default(ctx, js); err != nil {
 		t.Fatal(err)
