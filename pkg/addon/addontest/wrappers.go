@@ -74,6 +74,18 @@ func (w *JobSetWrapper) InOrder() *JobSetWrapper {
 	return w.Annotation(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
 }
 
+// VolumeClaimsPolicies sets volumeclaims' policies annotation: value is its YAML list of
+// policies.
+func (w *JobSetWrapper) VolumeClaimsPolicies(value string) *JobSetWrapper {
+	return w.Annotation(contract.PoliciesAnnotationKey, value)
+}
+
+// VolumeClaimsAdmitted sets the marker volumeclaims' mutating webhook leaves on a JobSet it
+// injected.
+func (w *JobSetWrapper) VolumeClaimsAdmitted() *JobSetWrapper {
+	return w.Annotation(contract.VolumeClaimsAdmittedAnnotationKey, contract.EnabledValue)
+}
+
 // Label sets a label of the JobSet.
 func (w *JobSetWrapper) Label(key, value string) *JobSetWrapper {
 	w.Labels = set(w.Labels, key, value)
@@ -245,12 +257,23 @@ func (w *ReplicatedJobWrapper) PriorityClass(name string) *ReplicatedJobWrapper 
 
 // Containers replaces the containers with one of busybox for each name.
 func (w *ReplicatedJobWrapper) Containers(names ...string) *ReplicatedJobWrapper {
-	spec := w.PodSpec()
-	spec.Containers = nil
-	for _, n := range names {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: n, Image: "busybox"})
-	}
+	w.PodSpec().Containers = busybox(names)
 	return w
+}
+
+// InitContainers replaces the init containers with one of busybox for each name.
+func (w *ReplicatedJobWrapper) InitContainers(names ...string) *ReplicatedJobWrapper {
+	w.PodSpec().InitContainers = busybox(names)
+	return w
+}
+
+// busybox is a container of busybox for each name (nil for none).
+func busybox(names []string) []corev1.Container {
+	var cs []corev1.Container
+	for _, n := range names {
+		cs = append(cs, corev1.Container{Name: n, Image: "busybox"})
+	}
+	return cs
 }
 
 // Requests sets the requests of every container: cpu and memory (empty: not requested).

@@ -86,6 +86,12 @@ func TestWrapperMethods(t *testing.T) {
 			got:  JobSet("ns", "a").InOrder().Obj().Annotations,
 			want: map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"},
 		},
+		"JobSet VolumeClaimsPolicies and VolumeClaimsAdmitted": {
+			got: JobSet("ns", "a").VolumeClaimsPolicies("[]").VolumeClaimsAdmitted().Obj().Annotations,
+			want: map[string]string{
+				contract.PoliciesAnnotationKey: "[]", contract.VolumeClaimsAdmittedAnnotationKey: contract.EnabledValue,
+			},
+		},
 		"JobSet StartupPolicy": {
 			got:  JobSet("ns", "a").StartupPolicy(jobsetv1alpha2.InOrder).Obj().Spec.StartupPolicy,
 			want: &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder},
@@ -101,6 +107,10 @@ func TestWrapperMethods(t *testing.T) {
 			want: []jobsetv1alpha2.DependsOn{
 				{Name: "a", Status: jobsetv1alpha2.DependencyComplete}, {Name: "c", Status: jobsetv1alpha2.DependencyReady},
 			},
+		},
+		"ReplicatedJob InitContainers": {
+			got:  ReplicatedJob("b").InitContainers("x").InitContainers("init", "setup").Obj().Template.Spec.Template.Spec.InitContainers,
+			want: []corev1.Container{{Name: "init", Image: "busybox"}, {Name: "setup", Image: "busybox"}},
 		},
 		"ReplicatedJob DependsOnAnnotation": {
 			got:  ReplicatedJob("b").DependsOnAnnotation("- name: a\n").Obj().Template.Annotations,

@@ -4,17 +4,13 @@ import (
 	"context"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
@@ -35,18 +31,7 @@ func TestReconcileManagedElsewhere(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			js := &jobsetv1alpha2.JobSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js", UID: "js-uid"},
-				Spec: jobsetv1alpha2.JobSetSpec{ManagedBy: tc.managedBy, ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-					Name: "w", Replicas: 1,
-					Template: batchv1.JobTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: c}}]}}}]`}},
-						Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-							RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
-						}}},
-					},
-				}}},
-			}
+			js := devJobSet(1).ManagedBy(*tc.managedBy).Obj()
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(js).Build()
 			gates := featuregate.NewFeatureGate()
 			if err := gates.Add(claims.Gates); err != nil {

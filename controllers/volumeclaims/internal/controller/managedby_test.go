@@ -21,7 +21,7 @@ func TestReconcileManagedElsewhere(t *testing.T) {
 		"JobSet's own controller": {managedBy: ptr.To(contract.JobSetControllerManagedBy), wantPVCs: 5},
 	} {
 		t.Run(name, func(t *testing.T) {
-			js := jobSet(true)
+			js := jobSet(true).Obj()
 			js.Spec.ManagedBy = tc.managedBy
 			pvcs, events := run(t, js)
 			if len(pvcs) != tc.wantPVCs || (len(events) > 0) != (tc.wantPVCs > 0) {

@@ -30,7 +30,7 @@ func TestRefusedToldOnce(t *testing.T) {
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
 	quota := true
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(jobSet(true)).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(jobSet(true).Obj()).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			switch {
 			case strings.HasPrefix(obj.GetName(), "ckpt-"):

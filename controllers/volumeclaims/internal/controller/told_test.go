@@ -27,7 +27,7 @@ func TestUsersClaimToldOnce(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
-	js := jobSet(true)
+	js := jobSet(true).Obj()
 	users := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train"}}
 	creates := map[string]int{}
 	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, users).Build(), interceptor.Funcs{
@@ -61,7 +61,7 @@ func TestOwnClaimBehindCacheNotReused(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
-	js := jobSet(true)
+	js := jobSet(true).Obj()
 	ours := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train",
 		Labels: map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: "train"}}}
 	server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, ours).Build()

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -18,8 +19,8 @@ import (
 // it and leave it as a JobSet created in the worker gets it.
 func TestDefaultedCopy(t *testing.T) {
 	w := &JobSetWebhook{}
-	created := jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}, {targetReplicatedJobs: [w], templates: [` + tmpl("ckpt") + `]}]`).
-		ReplicatedJobs(replicatedJob("w").Replicas(2).Pods(2).Mount("data", "ckpt")).Obj()
+	created := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}, {targetReplicatedJobs: [w], templates: [` + tmpl("ckpt") + `]}]`).
+		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(2).Pods(2).Mount("data", "ckpt")).Obj()
 	if err := w.Default(ctxFor(admissionv1.Create), created); err != nil {
 		t.Fatal(err)
 	}

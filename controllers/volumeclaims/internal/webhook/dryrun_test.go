@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -70,10 +70,9 @@ func classTmpl(name, class string) string {
 // exceeded as a Warning; a template with a problem of its own is not sent.
 func TestDryRuns(t *testing.T) {
 	w, sent := dryRunHook(t)
-	js := jobSet("train").Policies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
+	js := addontest.JobSet("default", "train").UID("uid-1").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "fast") + `]}, {targetReplicatedJobs: [w], templates: [` +
 		classTmpl("data", "invalid") + `, ` + classTmpl("scratch", "quota") + `, ` + classTmpl("gone", "fast") + `]}]`).
-		ReplicatedJobs(replicatedJob("w").Replicas(3).Pods(4).Mount("shared", "data", "scratch")).Obj()
-	js.UID = types.UID("uid-1")
+		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(3).Pods(4).Mount("shared", "data", "scratch")).Obj()
 	ctx := ctxFor(admissionv1.Create)
 	if err := w.Default(ctx, js); err != nil {
 		t.Fatal(err)
@@ -110,8 +109,8 @@ func TestDryRuns(t *testing.T) {
 // admitted; without a UID (a client's own dry run of the JobSet) the PVC has no owner.
 func TestDryRunsAdmitted(t *testing.T) {
 	w, sent := dryRunHook(t)
-	js := jobSet("train").Policies(`[{templates: [` + classTmpl("shared", "quota") + `]}]`).
-		ReplicatedJobs(replicatedJob("w").Mount("shared")).Obj()
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + classTmpl("shared", "quota") + `]}]`).
+		ReplicatedJobs(addontest.ReplicatedJob("w").Mount("shared")).Obj()
 	ctx := ctxFor(admissionv1.Create)
 	if err := w.Default(ctx, js); err != nil {
 		t.Fatal(err)

@@ -23,8 +23,10 @@ func FuzzJobSetWebhooks(f *testing.F) {
 // FuzzPodWebhook: the Pod webhook, from pods of the KEP-572 stories.
 func FuzzPodWebhook(f *testing.F) {
 	var seeds [][]byte
-	for _, p := range [][]string{{"distributed-trainjob", "node", "3", "1", "checkpoint-storage"}, {"train", "w", "0", "12", "ckpt,scratch-b"}} {
-		raw, err := json.Marshal(pod(p[0], p[1], p[2], p[3]).PerPodVolumes(p[4]).Obj())
+	for _, p := range []*addontest.PodWrapper{
+		pod("distributed-trainjob", "node", 3, 1, "checkpoint-storage"), pod("train", "w", 0, 12, "ckpt,scratch-b"),
+	} {
+		raw, err := json.Marshal(p.Obj())
 		if err != nil {
 			f.Fatal(err)
 		}
