@@ -17,6 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -97,9 +98,8 @@ func TestClaimOnPodGroup(t *testing.T) {
 
 // bigJobSet asks for scheduler kubernetes and has one Job of pods pods sharing one per-Job claim.
 func bigJobSet(ns string, pods int32) *jobsetv1alpha2.JobSet {
-	js := newJobSet(ns, "big", rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`))
-	js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
-	return js
+	return addontest.JobSet(ns, "big").Annotation(contract.SchedulerAnnotationKey, string(contract.SchedulerKubernetes)).
+		ReplicatedJobs(rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`)).Obj()
 }
 
 // claimsGate skips the case, as n/a, unless the Workload API is served and the apiserver keeps a
