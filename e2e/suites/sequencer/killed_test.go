@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -60,8 +61,8 @@ func TestSequencerKilled(t *testing.T) {
 			}
 		}()
 
-		js := newJobSet(framework.NamespaceFrom(ctx), "killed").inOrder().
-			replicated("a", 1, 1, "15s").replicated("b", 2, 1, "4s").replicated("c", 1, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "killed").InOrder().
+			ReplicatedJobs(replicated("a", 1, 1, "15s"), replicated("b", 2, 1, "4s"), replicated("c", 1, 1, "1s")).Obj()
 		pods := func(rj string) []corev1.Pod {
 			var list corev1.PodList
 			if err := c.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name, contract.ReplicatedJobNameLabelKey: rj}); err != nil {
