@@ -31,7 +31,7 @@ func TestGang(t *testing.T) {
 			addPoolNode(ctx, t, cfg, ns, ns+"-a", 3)
 
 			// Without the add-on: the default scheduler binds what fits.
-			plain := newJobSet(ns, "plain", "").replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			plain := newJobSet(ns, "plain", "").ReplicatedJobs(onPool(replicated("w", 2, 2, "300s"), ns)).Obj()
 			framework.CreateAll(ctx, t, c, plain)
 			framework.Eventually(ctx, t, time.Minute, "3 of 4 plain pods bound", func(ctx context.Context) (bool, string, error) {
 				ps := pods(ctx, t, c, ns, plain.Name)
@@ -46,7 +46,7 @@ func TestGang(t *testing.T) {
 			})
 
 			// With it: none of 4 is bound where 3 fit.
-			js := newJobSet(ns, "gang", s).replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			js := newJobSet(ns, "gang", s).ReplicatedJobs(onPool(replicated("w", 2, 2, "300s"), ns)).Obj()
 			created := time.Now()
 			framework.CreateAll(ctx, t, c, js)
 			checkPodGroup(ctx, t, c, ns, "gang", s, 4)

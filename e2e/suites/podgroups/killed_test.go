@@ -29,8 +29,8 @@ func TestKilled(t *testing.T) {
 		}
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "crash", contract.SchedulerVolcano).
-			annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder)).
-			replicated("init", 1, 1, "3s").replicated("main", 1, 2, "2s").JobSet
+			InOrder().
+			ReplicatedJobs(replicated("init", 1, 1, "3s"), replicated("main", 1, 2, "2s")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano, "crash-stage-0")
 		// Killed once its Event about stage 0 is written: an Event still in flight dies with a

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 // probe passes once the apiserver calls the podgroups webhooks: a dry-run create of a Volcano
 // JobSet comes back with its pod template naming the gang.
 func probe(ctx context.Context, c client.Client) error {
-	js := newJobSet(corev1.NamespaceDefault, "probe", contract.SchedulerVolcano).replicated("w", 1, 1, "1s").JobSet
+	js := newJobSet(corev1.NamespaceDefault, "probe", contract.SchedulerVolcano).ReplicatedJobs(replicated("w", 1, 1, "1s")).Obj()
 	if err := c.Create(ctx, js, client.DryRunAll); err != nil {
 		return err
 	}
