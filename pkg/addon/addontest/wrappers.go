@@ -204,6 +204,13 @@ func (w *ReplicatedJobWrapper) CompletionMode(m *batchv1.CompletionMode) *Replic
 	return w
 }
 
+// BackoffLimit sets the Job template's backoffLimit; nil leaves it unset (the Job API's default
+// of 6 retries), as a user who does not write it gets.
+func (w *ReplicatedJobWrapper) BackoffLimit(n *int32) *ReplicatedJobWrapper {
+	w.Template.Spec.BackoffLimit = n
+	return w
+}
+
 // DependsOn adds upstream JobSet's dependsOn on name, with status Complete.
 func (w *ReplicatedJobWrapper) DependsOn(name string) *ReplicatedJobWrapper {
 	return w.DependsOnStatus(name, jobsetv1alpha2.DependencyComplete)

@@ -102,6 +102,11 @@ func TestWrapperMethods(t *testing.T) {
 				APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "tj", UID: "u", Controller: ptr.To(true),
 			}},
 		},
+		"ReplicatedJob BackoffLimit": {
+			got:  ReplicatedJob("b").BackoffLimit(ptr.To[int32](2)).Obj().Template.Spec.BackoffLimit,
+			want: ptr.To[int32](2),
+		},
+		"ReplicatedJob BackoffLimit nil": {got: ReplicatedJob("b").BackoffLimit(nil).Obj().Template.Spec.BackoffLimit, want: (*int32)(nil)},
 		"ReplicatedJob DependsOnStatus": {
 			got: ReplicatedJob("b").DependsOn("a").DependsOnStatus("c", jobsetv1alpha2.DependencyReady).Obj().DependsOn,
 			want: []jobsetv1alpha2.DependsOn{
