@@ -5,14 +5,13 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -145,28 +144,13 @@ func jobSetAdmission(e benchEnv, addon, validatePath string, mk jobSetMaker, dry
 // admissionJobSet is a suspended JobSet of one ReplicatedJob of 2 Jobs of 2 pods, container
 // main mounting data, named i, labelled for the null webhook when null.
 func admissionJobSet(ns string, i int, null bool) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("a-%d", i)},
-		Spec: jobsetv1alpha2.JobSetSpec{
-			Suspend: ptr.To(true),
-			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-				Name: "w", Replicas: 2,
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-					Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "main", Image: "busybox",
-							VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-					}},
-				}},
-			}},
-		},
-	}
+	js := addontest.JobSet(ns, fmt.Sprintf("a-%d", i)).Suspend(true)
+	rj := addontest.ReplicatedJob("w").Replicas(2).Pods(2).BackoffLimit(nil).Mount("data")
 	if null {
-		js.Labels = map[string]string{nullLabel: "true"}
-		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		js.Label(nullLabel, "true")
+		rj.EmptyDir("data")
 	}
-	return js
+	return js.ReplicatedJobs(rj).Obj()
 }
 
 // templateLabel is the label that makes each JobSet's template distinct.

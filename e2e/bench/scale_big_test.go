@@ -9,20 +9,18 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -66,39 +64,27 @@ func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 	defer cancel()
 	tl := watchTimeline(wctx, b, cs)
 
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big", Annotations: map[string]string{
-			contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [s1], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], storageClassName: ` + scaleStorageClass + `,
-  resources: {requests: {storage: 1Gi}}}}]}]`,
-			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
-		}},
-		Spec: jobsetv1alpha2.JobSetSpec{Suspend: ptr.To(true)},
-	}
+	big := addontest.JobSet(ns, "big").Annotation(contract.PoliciesAnnotationKey, `[{targetReplicatedJobs: [s1], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], storageClassName: `+scaleStorageClass+`,
+  resources: {requests: {storage: 1Gi}}}}]}]`).
+		InOrder().Suspend(true)
 	for _, st := range []struct {
 		name       string
 		jobs, pods int
 	}{{"s0", 1, 1}, {"s1", jobs, pods}} {
-		rj := jobsetv1alpha2.ReplicatedJob{Name: st.name, Replicas: int32(st.jobs), Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(int32(st.pods)), Completions: ptr.To(int32(st.pods)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{
-				// The null webhook is called on the same pods as the Pod webhook.
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{nullLabel: "true"}},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}}}},
-			},
-		}}}
+		// The null webhook is called on the same pods as the Pod webhook.
+		rj := addontest.ReplicatedJob(st.name).Replicas(int32(st.jobs)).Pods(int32(st.pods)).Requests("10m", "").
+			PodLabel(nullLabel, "true")
 		if st.name == "s0" {
 			// s0 runs until s1's pods exist, so that the release is of pods that exist (it is
 			// also told from the last of them).
-			rj.Template.Spec.Template.Annotations = map[string]string{testbed.DelayAnnotationKey: fmt.Sprintf("%ds", max(10, total/50))}
+			rj.PodAnnotation(testbed.DelayAnnotationKey, fmt.Sprintf("%ds", max(10, total/50)))
 		}
 		if st.name == "s1" {
-			rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + scaleDeviceClass + `}}]}}}]`}
-			rj.Template.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ckpt", MountPath: "/ckpt"}}
+			rj.JobAnnotation(contract.TemplatesAnnotationKey, `[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: `+scaleDeviceClass+`}}]}}}]`).Mount("ckpt")
 		}
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, rj)
+		big.ReplicatedJobs(rj)
 	}
+	js := big.Obj()
 
 	// Ours: from the JobSet's create until every PVC and claim exists.
 	pv, cl := watchBoth(ns)

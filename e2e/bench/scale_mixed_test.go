@@ -19,16 +19,15 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -47,40 +46,23 @@ var mixedStages = []struct {
 // (podgroups). Without, it is the same JobSet with the add-ons' annotations, and the mounts
 // of their volumes, removed.
 func mixedJobSet(ns, name string, addons bool, gang contract.Scheduler) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	js := addontest.JobSet(ns, name)
 	if addons {
-		js.Annotations = map[string]string{
-			contract.PoliciesAnnotationKey: `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], storageClassName: ` + instantClass + `, resources: {requests: {storage: 1Gi}}}}]},
-  {targetReplicatedJobs: [s1], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], storageClassName: ` + instantClass + `, resources: {requests: {storage: 1Gi}}}}]}]`,
-			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
-			contract.SchedulerAnnotationKey:       string(gang),
-		}
+		js.Annotation(contract.PoliciesAnnotationKey, `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], storageClassName: `+instantClass+`, resources: {requests: {storage: 1Gi}}}}]},
+  {targetReplicatedJobs: [s1], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], storageClassName: `+instantClass+`, resources: {requests: {storage: 1Gi}}}}]}]`).
+			InOrder().Annotation(contract.SchedulerAnnotationKey, string(gang))
 	}
 	for _, st := range mixedStages {
-		rj := jobsetv1alpha2.ReplicatedJob{
-			Name: st.name, Replicas: int32(st.jobs),
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism: ptr.To(int32(st.pods)), Completions: ptr.To(int32(st.pods)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				BackoffLimit: ptr.To[int32](0),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-					}}},
-				}},
-			}},
-		}
+		rj := addontest.ReplicatedJob(st.name).Replicas(int32(st.jobs)).Pods(int32(st.pods)).Requests("100m", "")
 		if addons {
-			rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + scaleDeviceClass + `}}]}}}]`}
-			mounts := []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			rj.JobAnnotation(contract.TemplatesAnnotationKey, `[{metadata: {name: dev}, spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: `+scaleDeviceClass+`}}]}}}]`).Mount("data")
 			if st.name == "s1" {
-				mounts = append(mounts, corev1.VolumeMount{Name: "ckpt", MountPath: "/ckpt"})
+				rj.Mount("ckpt")
 			}
-			rj.Template.Spec.Template.Spec.Containers[0].VolumeMounts = mounts
 		}
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, rj)
+		js.ReplicatedJobs(rj)
 	}
-	return js
+	return js.Obj()
 }
 
 // mixedExpected are the objects the add-ons make for one mixed JobSet, by audit resource.

@@ -24,12 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -92,23 +92,9 @@ func pvcSpec() corev1.PersistentVolumeClaimSpec {
 // suspendedJobSet is a suspended JobSet (its Jobs make no pods) of one ReplicatedJob whose pods
 // mount the volume data.
 func suspendedJobSet(ns, name string, replicas, completions int32) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: jobsetv1alpha2.JobSetSpec{
-			Suspend: ptr.To(true),
-			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-				Name: "w", Replicas: replicas,
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-					Parallelism: ptr.To(completions), Completions: ptr.To(completions),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "main", Image: "busybox",
-							VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-					}},
-				}},
-			}},
-		},
-	}
+	return addontest.JobSet(ns, name).Suspend(true).ReplicatedJobs(
+		addontest.ReplicatedJob("w").Replicas(replicas).Pods(completions).CompletionMode(nil).BackoffLimit(nil).Mount("data"),
+	).Obj()
 }
 
 var pvcList = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList")
