@@ -85,10 +85,7 @@ func TestChaos(t *testing.T) {
 		start := time.Now()
 		var refusedTries int
 		for i := range chaosJobSets {
-			js, err := mixJobSet(ns, i)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, i)
 			failed, _, err := createRetrying(ctx, c, js, 2*time.Minute)
 			refusedTries += failed
 			if err != nil {

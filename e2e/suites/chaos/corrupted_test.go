@@ -89,10 +89,7 @@ func TestCorruptedAfterAdmission(t *testing.T) {
 			}
 			c := framework.Client(t, cfg)
 			ns := newNamespace(ctx, t, c, "corrupt-"+k.addon[:4])
-			js, err := mixJobSet(ns, k.shape)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, k.shape)
 			js.Name = "cv-" + map[string]string{"volumeclaims": "vc", "resourceclaims": "rc", "sequencer": "sq", "podgroups": "pg"}[k.addon]
 			for i := range js.Spec.ReplicatedJobs { // long enough to corrupt it while it runs
 				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = "5m"

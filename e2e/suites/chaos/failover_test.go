@@ -41,11 +41,7 @@ func TestLeaderFailover(t *testing.T) {
 			n := 0 // JobSets created
 			defer func() { loaded <- n }()
 			for load.Err() == nil {
-				js, err := mixJobSet(ns, n)
-				if err == nil {
-					_, _, err = createRetrying(load, c, js, time.Minute)
-				}
-				if err != nil {
+				if _, _, err := createRetrying(load, c, mixJobSet(ns, n), time.Minute); err != nil {
 					if load.Err() == nil {
 						t.Errorf("load: %v", err)
 					}
@@ -63,10 +59,7 @@ func TestLeaderFailover(t *testing.T) {
 			r := replicas[name]
 			leader := waitLeader(ctx, t, r)
 			oldHolder := leaseHolder(ctx, t, c, name)
-			js, err := mixJobSet(ns, 1000+k*shapes+map[string]int{"volumeclaims": 0, "resourceclaims": 0, "sequencer": 1, "podgroups": 1}[name])
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, 1000+k*shapes+map[string]int{"volumeclaims": 0, "resourceclaims": 0, "sequencer": 1, "podgroups": 1}[name])
 			killed := time.Now()
 			if err := r.Kill(leader); err != nil {
 				t.Fatal(err)
