@@ -72,7 +72,7 @@ func queuedOnCoscheduling(ctx context.Context, t *testing.T, cfg *envconf.Config
 	q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "5"})
 	s := shape{name: name, queue: q.localQueue, all: true, scheduler: contract.SchedulerCoscheduling,
 		initRun: "2s", trainRun: "6s", trainJobs: 2, trainPods: pods, cpu: "1"}
-	js := s.jobSet(t, ns)
+	js := s.jobSet(ns)
 	warned := slices.ContainsFunc(framework.CreateWithWarnings(ctx, t, cfg, js), func(w string) bool { return strings.Contains(w, "deadlock") })
 	if want := pods > 1; warned != want {
 		t.Errorf("admission warned of coscheduling's deadlock on shared claims: %t, want %t (%d pods a Job)", warned, want, pods)

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -56,40 +56,13 @@ func (w *warnings) take() []string {
 // deviceJobSet is a JobSet of one ReplicatedJob train (one Job of two pods, one CPU each, running
 // run) that gets one device of quotaClass through resourceclaims: one claim for the Job, shared by
 // its two pods.
-func deviceJobSet(t *testing.T, ns, name, queue, run string) *jobsetv1alpha2.JobSet {
-	t.Helper()
-	doc := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels: {%[3]s: %[4]s}
-spec:
-  replicatedJobs:
-  - name: train
-    replicas: 1
-    template:
-      metadata:
-        annotations:
-          %[5]s: |
-            - metadata: {name: dev}
-              spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: %[6]s}}]}}
-      spec:
-        parallelism: 2
-        completions: 2
-        completionMode: Indexed
-        backoffLimit: 0
-        template:
-          metadata: {annotations: {%[7]s: %[8]s}}
-          spec:
-            restartPolicy: Never
-            containers: [{name: main, image: busybox, resources: {requests: {cpu: "1"}}}]
-`, name, ns, queueNameLabel, queue, contract.TemplatesAnnotationKey, quotaClass, framework.DelayAnnotationKey, run)
-	js := &jobsetv1alpha2.JobSet{}
-	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
-		t.Fatalf("JobSet %s: %v\n%s", name, err, doc)
-	}
-	return js
+func deviceJobSet(ns, name, queue, run string) *jobsetv1alpha2.JobSet {
+	return addontest.JobSet(ns, name).Label(queueNameLabel, queue).ReplicatedJobs(
+		addontest.ReplicatedJob("train").Pods(2).Requests("1", "").PodAnnotation(framework.DelayAnnotationKey, run).
+			JobAnnotation(contract.TemplatesAnnotationKey, `- metadata: {name: dev}
+  spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: `+quotaClass+`}}]}}
+`),
+	).Obj()
 }
 
 // deviceUsage is what Kueue counted of quotaDevice: in the Workload's admission (every pod set),
@@ -162,7 +135,7 @@ func TestDeviceQuota(t *testing.T) {
 
 			var sets []*jobsetv1alpha2.JobSet
 			for i, run := range []string{"25s", "25s", "2s"} {
-				js := deviceJobSet(t, ns, fmt.Sprintf("dev-%d", i), q.localQueue, run)
+				js := deviceJobSet(ns, fmt.Sprintf("dev-%d", i), q.localQueue, run)
 				if err := wc.Create(ctx, js); err != nil {
 					t.Fatalf("creating JobSet %s: %v", js.Name, err)
 				}
@@ -282,7 +255,7 @@ func TestDeviceQuota(t *testing.T) {
 					Requests: []resourcev1.DeviceRequest{{Name: "dev", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: quotaClass}}}}}},
 			}
 			framework.CreateAll(ctx, t, c, rct)
-			native := deviceJobSet(t, ns, "native", q.localQueue, "1s")
+			native := deviceJobSet(ns, "native", q.localQueue, "1s")
 			delete(native.Spec.ReplicatedJobs[0].Template.Annotations, contract.TemplatesAnnotationKey)
 			native.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](1)
 			native.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](1)

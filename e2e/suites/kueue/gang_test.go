@@ -36,7 +36,7 @@ func TestGangs(t *testing.T) {
 				q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "80"})
 				mk := func(name string) *jobsetv1alpha2.JobSet {
 					// One gang: init (1 pod) and train (1 Job of 3 pods), together.
-					return shape{name: name, queue: q.localQueue, scheduler: s, initRun: "3s", trainRun: "3s", trainJobs: 1, trainPods: 3, cpu: "20"}.jobSet(t, ns)
+					return shape{name: name, queue: q.localQueue, scheduler: s, initRun: "3s", trainRun: "3s", trainJobs: 1, trainPods: 3, cpu: "20"}.jobSet(ns)
 				}
 				a, b := mk("a"), mk("b")
 

@@ -41,7 +41,7 @@ func TestTopologyAwareScheduling(t *testing.T) {
 			}
 
 			// Kueue first, the sequencer second.
-			fwd := tasShape("forward", "6s", "2s").jobSet(t, ns)
+			fwd := tasShape("forward", "6s", "2s").jobSet(ns)
 			framework.CreateAll(ctx, t, c, fwd)
 			waitWorkload(ctx, t, c, fwd, "Admitted", time.Minute)
 			framework.Eventually(ctx, t, 30*time.Second, "train Jobs carry both gates", func(ctx context.Context) (bool, string, error) {
@@ -89,7 +89,7 @@ func TestTopologyAwareScheduling(t *testing.T) {
 			checkTopology(ctx, t, c, fwd)
 
 			// The sequencer first, Kueue second.
-			rev := tasShape("reverse", "1s", "20s").jobSet(t, ns)
+			rev := tasShape("reverse", "1s", "20s").jobSet(ns)
 			framework.CreateAll(ctx, t, c, rev)
 			var victim corev1.Pod
 			framework.Eventually(ctx, t, time.Minute, "reverse's train pods running", func(ctx context.Context) (bool, string, error) {
