@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -20,6 +18,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -144,34 +143,18 @@ func TestManagedElsewhere(t *testing.T) {
 // a claim per Job of node (resourceclaims), node waiting for init to complete (sequencer), and a
 // gang per stage of Kubernetes' own Workload and PodGroups (podgroups).
 func allAddons(ns, name string) *jobsetv1alpha2.JobSet {
-	rj := func(name string, mounts ...string) jobsetv1alpha2.ReplicatedJob {
-		var vm []corev1.VolumeMount
-		for _, m := range mounts {
-			vm = append(vm, corev1.VolumeMount{Name: m, MountPath: "/" + m})
-		}
-		return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: "1s"}},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: vm}}},
-			},
-		}}}
+	rj := func(name string, mounts ...string) *addontest.ReplicatedJobWrapper {
+		return addontest.ReplicatedJob(name).Pods(1).PodAnnotation(framework.DelayAnnotationKey, "1s").Mount(mounts...)
 	}
-	node := rj("node", "data", "ckpt")
-	node.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}]`}
+	node := rj("node", "data", "ckpt").JobAnnotation(contract.TemplatesAnnotationKey,
+		`[{metadata: {name: gpu}, spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}]`)
 	pvc := func(name string) string {
 		return `{metadata: {name: ` + name + `}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
 	}
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			contract.PoliciesAnnotationKey:        `[{templates: [` + pvc("data") + `]}, {targetReplicatedJobs: [node], templates: [` + pvc("ckpt") + `]}]`,
-			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
-			contract.SchedulerAnnotationKey:       "kubernetes",
-		}},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rj("init"), node}},
-	}
+	return addontest.JobSet(ns, name).
+		Annotation(contract.PoliciesAnnotationKey, `[{templates: [`+pvc("data")+`]}, {targetReplicatedJobs: [node], templates: [`+pvc("ckpt")+`]}]`).
+		InOrder().Annotation(contract.SchedulerAnnotationKey, "kubernetes").
+		ReplicatedJobs(rj("init"), node).Obj()
 }
 
 // madeWatch counts, from watches started before the JobSets exist, every object of the made
