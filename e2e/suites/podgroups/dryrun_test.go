@@ -53,7 +53,7 @@ func TestGangObjectsDryRun(t *testing.T) {
 
 		// The policy takes effect once the API server has loaded it: until the big gang is refused.
 		framework.Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
-			js := newJobSet(ns, "big", contract.SchedulerCoscheduling).replicated("a", 1, 3, "1s").JobSet
+			js := newJobSet(ns, "big", contract.SchedulerCoscheduling).ReplicatedJobs(replicated("a", 1, 3, "1s")).Obj()
 			err := c.Create(ctx, js)
 			if err == nil {
 				_ = c.Delete(ctx, js)
@@ -61,12 +61,12 @@ func TestGangObjectsDryRun(t *testing.T) {
 			}
 			return true, err.Error(), nil
 		})
-		big := newJobSet(ns, "big", contract.SchedulerCoscheduling).replicated("a", 1, 3, "1s").JobSet
+		big := newJobSet(ns, "big", contract.SchedulerCoscheduling).ReplicatedJobs(replicated("a", 1, 3, "1s")).Obj()
 		framework.ExpectRefusedAt(ctx, t, c, big, "vjobset.podgroups.jobset-addons.io", []string{schedulerPath})
 		if err := c.Create(ctx, big.DeepCopy()); err == nil || !strings.Contains(err.Error(), message) {
 			t.Errorf("refusal %v does not give the policy's message %q", err, message)
 		}
-		small := newJobSet(ns, "small", contract.SchedulerCoscheduling).replicated("a", 1, 2, "1s").JobSet
+		small := newJobSet(ns, "small", contract.SchedulerCoscheduling).ReplicatedJobs(replicated("a", 1, 2, "1s")).Obj()
 		framework.ExpectDryRunWarning(t, framework.CreateWithWarnings(ctx, t, cfg, small), "podgroups:", "")
 
 		// No room for one more PodGroup in the namespace: admitted, with a Warning.
@@ -76,7 +76,7 @@ func TestGangObjectsDryRun(t *testing.T) {
 		})
 		// (A gang of 1, not 2: the webhook takes what it accepted in this namespace less than
 		// 10 s ago as accepted, DryRunRemember.)
-		full := newJobSet(ns, "full", contract.SchedulerCoscheduling).replicated("a", 1, 1, "1s").JobSet
+		full := newJobSet(ns, "full", contract.SchedulerCoscheduling).ReplicatedJobs(replicated("a", 1, 1, "1s")).Obj()
 		framework.ExpectDryRunWarning(t, framework.CreateWithWarnings(ctx, t, cfg, full), "podgroups:", "quota")
 		return ctx
 	})
