@@ -45,11 +45,11 @@ func newJobSet(ns, name string, scheduler contract.Scheduler) *addontest.JobSetW
 // retries) that run for run (kwok's delay); each pod requests 1 CPU and 1Gi, as podCPU and
 // podMemory say.
 func replicated(name string, replicas, pods int32, run string) *addontest.ReplicatedJobWrapper {
-	rj := addontest.ReplicatedJob(name).Replicas(replicas).Pods(pods).Requests("500m", "1Gi").
+	rj := addontest.ReplicatedJob(name).Replicas(replicas).Pods(pods).Requests("500m", "1Gi").InitContainers("init").
 		PodAnnotation(framework.DelayAnnotationKey, run)
-	rj.PodSpec().InitContainers = []corev1.Container{{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-	}}}
+	rj.PodSpec().InitContainers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi"),
+	}
 	return rj
 }
 

@@ -23,7 +23,7 @@ import (
 func newJobSet(ns, name, policies string, rjobs ...*addontest.ReplicatedJobWrapper) *jobsetv1alpha2.JobSet {
 	js := addontest.JobSet(ns, name).ReplicatedJobs(rjobs...)
 	if policies != "" {
-		js.Annotation(contract.PoliciesAnnotationKey, policies)
+		js.VolumeClaimsPolicies(policies)
 	}
 	return js.Obj()
 }
