@@ -29,103 +29,59 @@ var (
 	compositePath   = annotationPath(contract.CompositeAnnotationKey)
 )
 
+// jobSet is addontest's JobSet wrapper, by a short name for the table of cases.
+type jobSet = addontest.JobSetWrapper
+
 // TestBadInputRefused: every bad gang setting is refused at admission by the podgroups webhook,
 // all its mistakes at once, each with its field path.
 func TestBadInputRefused(t *testing.T) {
-	volcano := func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-		return j.Annotation(contract.SchedulerAnnotationKey, "volcano")
-	}
-	cosched := func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-		return j.Annotation(contract.SchedulerAnnotationKey, "coscheduling")
-	}
-	native := func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-		return j.Annotation(contract.SchedulerAnnotationKey, "kubernetes")
-	}
+	volcano := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "volcano") }
+	cosched := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "coscheduling") }
+	native := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "kubernetes") }
 	cases := []struct {
 		name      string
-		build     func(*addontest.JobSetWrapper) *addontest.JobSetWrapper
+		build     func(*jobSet)
 		wantPaths []string
 	}{
-		{"unknown scheduler", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.Annotation(contract.SchedulerAnnotationKey, "kube-batch")
-		}, []string{schedulerPath}},
-		{"empty scheduler", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.Annotation(contract.SchedulerAnnotationKey, "")
-		}, []string{schedulerPath}},
-		{"topology without a scheduler", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
-		}, []string{schedulerPath}},
-		{"topology key without a scheduler", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.Annotation(contract.TopologyKeyAnnotationKey, "rack")
-		}, []string{schedulerPath}},
-		{"composite for volcano", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.CompositeAnnotationKey, "true")
+		{"unknown scheduler", func(j *jobSet) { j.Annotation(contract.SchedulerAnnotationKey, "kube-batch") }, []string{schedulerPath}},
+		{"empty scheduler", func(j *jobSet) { j.Annotation(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
+		{"topology without a scheduler", func(j *jobSet) { j.Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
+		{"topology key without a scheduler", func(j *jobSet) { j.Annotation(contract.TopologyKeyAnnotationKey, "rack") }, []string{schedulerPath}},
+		{"composite for volcano", func(j *jobSet) { volcano(j).Annotation(contract.CompositeAnnotationKey, "true") }, []string{compositePath}},
+		{"composite for kubernetes not a boolean", func(j *jobSet) { native(j).Annotation(contract.CompositeAnnotationKey, "yes") }, []string{compositePath}},
+		{"composite for kubernetes, sequenced", func(j *jobSet) {
+			native(j).Annotation(contract.CompositeAnnotationKey, "true").InOrder()
 		}, []string{compositePath}},
-		{"composite for kubernetes not a boolean", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return native(j).Annotation(contract.CompositeAnnotationKey, "yes")
-		}, []string{compositePath}},
-		{"composite for kubernetes, sequenced", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return native(j).Annotation(contract.CompositeAnnotationKey, "true").Annotation(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
-		}, []string{compositePath}},
-		{"queue for coscheduling", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return cosched(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research")
-		}, []string{queuePath}},
-		{"topology for coscheduling", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return cosched(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: soft}")
-		}, []string{topologyPath}},
-		{"timeout for Volcano", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "60")
-		}, []string{timeoutPath}},
-		{"timeout zero", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "0")
-		}, []string{timeoutPath}},
-		{"timeout not a number", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "10m")
-		}, []string{timeoutPath}},
-		{"topology mode", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: medium}")
-		}, []string{topologyPath + ".mode"}},
-		{"topology tier", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, `{"mode":"hard","highestTierAllowed":0}`)
+		{"queue for coscheduling", func(j *jobSet) { cosched(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
+		{"topology for coscheduling", func(j *jobSet) { cosched(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: soft}") }, []string{topologyPath}},
+		{"timeout for Volcano", func(j *jobSet) { volcano(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "60") }, []string{timeoutPath}},
+		{"timeout zero", func(j *jobSet) { cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "0") }, []string{timeoutPath}},
+		{"timeout not a number", func(j *jobSet) { cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "10m") }, []string{timeoutPath}},
+		{"topology mode", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: medium}") }, []string{topologyPath + ".mode"}},
+		{"topology tier", func(j *jobSet) {
+			volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, `{"mode":"hard","highestTierAllowed":0}`)
 		}, []string{topologyPath + ".highestTierAllowed"}},
-		{"topology unknown field", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{tier: 2}")
-		}, []string{topologyPath + ".tier"}},
-		{"topology not an object", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "[hard]")
-		}, []string{topologyPath}},
-		{"queue not a name", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "Research_Queue")
-		}, []string{queuePath}},
-		{"another scheduler in a template", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			j = volcano(j)
+		{"topology unknown field", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{tier: 2}") }, []string{topologyPath + ".tier"}},
+		{"topology not an object", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "[hard]") }, []string{topologyPath}},
+		{"queue not a name", func(j *jobSet) { volcano(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "Research_Queue") }, []string{queuePath}},
+		{"another scheduler in a template", func(j *jobSet) {
+			volcano(j)
 			j.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "default-scheduler"
-			return j
 		}, []string{"spec.replicatedJobs[1].template.spec.template.spec.schedulerName"}},
-		{"topology for kubernetes", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return native(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
-		}, []string{topologyPath}},
-		{"topology key for volcano", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return volcano(j).Annotation(contract.TopologyKeyAnnotationKey, "rack")
-		}, []string{topologyKeyPath}},
-		{"topology key for kubernetes not a label key", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return native(j).Annotation(contract.TopologyKeyAnnotationKey, "racks/of/nodes")
-		}, []string{topologyKeyPath}},
-		{"queue for kubernetes", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return native(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research")
-		}, []string{queuePath}},
-		{"nine stages for kubernetes", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			j = native(j).Annotation(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+		{"topology for kubernetes", func(j *jobSet) { native(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{topologyPath}},
+		{"topology key for volcano", func(j *jobSet) { volcano(j).Annotation(contract.TopologyKeyAnnotationKey, "rack") }, []string{topologyKeyPath}},
+		{"topology key for kubernetes not a label key", func(j *jobSet) { native(j).Annotation(contract.TopologyKeyAnnotationKey, "racks/of/nodes") }, []string{topologyKeyPath}},
+		{"queue for kubernetes", func(j *jobSet) { native(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
+		{"nine stages for kubernetes", func(j *jobSet) {
+			native(j).InOrder()
 			for i := range 7 {
-				j = j.ReplicatedJobs(replicated(fmt.Sprint("s", i), 1, 1, "1s"))
+				j.ReplicatedJobs(replicated(fmt.Sprint("s", i), 1, 1, "1s"))
 			}
-			return j
 		}, []string{"spec.replicatedJobs"}},
-		{"several mistakes at once", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			j = volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: sideways, highestTierAllowed: -1}").
+		{"several mistakes at once", func(j *jobSet) {
+			volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: sideways, highestTierAllowed: -1}").
 				Annotation(contract.ScheduleTimeoutAnnotationKey, "5")
 			j.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulerName = "other"
-			return j
 		}, []string{topologyPath + ".mode", topologyPath + ".highestTierAllowed", timeoutPath, "spec.replicatedJobs[0].template.spec.template.spec.schedulerName"}},
 	}
 	f := features.New("bad gang settings are refused with their field paths").WithSetup("namespace", framework.Namespace)
@@ -135,7 +91,9 @@ func TestBadInputRefused(t *testing.T) {
 				requireWorkloadAPI(t, cfg)
 			}
 			c := framework.Client(t, cfg)
-			js := tc.build(newJobSet(framework.NamespaceFrom(ctx), "bad", "").ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s"))).Obj()
+			j := newJobSet(framework.NamespaceFrom(ctx), "bad", "").ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s"))
+			tc.build(j)
+			js := j.Obj()
 			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.podgroups.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})

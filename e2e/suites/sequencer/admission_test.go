@@ -27,76 +27,66 @@ func dependsOnPath(i string) string {
 	return "spec.replicatedJobs[" + i + "].template.metadata.annotations[sequencer.jobset-addons.io/depends-on]"
 }
 
+// jobSet is addontest's JobSet wrapper, by a short name for the table of cases.
+type jobSet = addontest.JobSetWrapper
+
 // TestBadInputRefused: every bad sequencing is refused at admission, all its mistakes at once,
 // each with its exact field path.
 func TestBadInputRefused(t *testing.T) {
-	three := func(ns string) *addontest.JobSetWrapper {
+	three := func(ns string) *jobSet {
 		return addontest.JobSet(ns, "bad").ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s"), replicated("c", 1, 1, "1s"))
 	}
 	// dependsOn sets the depends-on annotation of c, the last of three's ReplicatedJobs.
-	dependsOn := func(j *addontest.JobSetWrapper, value string) *addontest.JobSetWrapper {
+	dependsOn := func(j *jobSet, value string) {
 		c := &j.Spec.ReplicatedJobs[2]
 		if c.Template.Annotations == nil {
 			c.Template.Annotations = map[string]string{}
 		}
 		c.Template.Annotations[contract.DependsOnAnnotationKey] = value
-		return j
 	}
 	cases := []struct {
 		name      string
-		build     func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper
+		build     func(j *jobSet)
 		wantPaths []string
 	}{
-		{"cycle", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
+		{"cycle", func(j *jobSet) {
 			j.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: c\n"}
-			return dependsOn(j, "- name: a\n")
+			dependsOn(j, "- name: a\n")
 		}, []string{dependsOnPath("0") + "[0].name"}},
-		{"unknown name", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return dependsOn(j, "- name: initialiser\n")
-		}, []string{dependsOnPath("2") + "[0].name"}},
-		{"self-dependency", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper { return dependsOn(j, "- name: c\n") }, []string{dependsOnPath("2") + "[0].name"}},
-		{"execution-policy and depends-on together", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return dependsOn(j.InOrder(), "- name: a\n")
-		}, []string{dependsOnPath("2")}},
-		{"depends-on beside upstream dependsOn", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
+		{"unknown name", func(j *jobSet) { dependsOn(j, "- name: initialiser\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"self-dependency", func(j *jobSet) { dependsOn(j, "- name: c\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"execution-policy and depends-on together", func(j *jobSet) { dependsOn(j.InOrder(), "- name: a\n") }, []string{dependsOnPath("2")}},
+		{"depends-on beside upstream dependsOn", func(j *jobSet) {
 			j.Spec.ReplicatedJobs[2].DependsOn = []jobsetv1alpha2.DependsOn{{Name: "b", Status: jobsetv1alpha2.DependencyComplete}}
-			return dependsOn(j, "- name: a\n")
+			dependsOn(j, "- name: a\n")
 		}, []string{dependsOnPath("2")}},
-		{"execution-policy with startupPolicy InOrder", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
+		{"execution-policy with startupPolicy InOrder", func(j *jobSet) {
 			j.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
-			return j.InOrder()
+			j.InOrder()
 		}, []string{"spec.startupPolicy"}},
-		{"bad execution-policy", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential")
-		}, []string{policyPath}},
-		{"bad wait-for", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.InOrder().Annotation(contract.WaitForAnnotationKey, "Running")
-		}, []string{waitForPath}},
-		{"bad status", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return dependsOn(j, "- name: a\n  status: Started\n")
-		}, []string{dependsOnPath("2") + "[0].status"}},
-		{"unknown field", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return dependsOn(j, "- name: a\n  after: 5s\n")
-		}, []string{dependsOnPath("2") + "[0].after"}},
-		{"not YAML", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper { return dependsOn(j, "[{") }, []string{dependsOnPath("2")}},
-		{"empty list", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper { return dependsOn(j, "[]") }, []string{dependsOnPath("2")}},
-		{"name repeated", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return dependsOn(j, "- name: a\n- name: a\n")
-		}, []string{dependsOnPath("2") + "[1].name"}},
-		{"released written by the user", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			return j.InOrder().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["c"]}`)
+		{"bad execution-policy", func(j *jobSet) { j.Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential") }, []string{policyPath}},
+		{"bad wait-for", func(j *jobSet) { j.InOrder().Annotation(contract.WaitForAnnotationKey, "Running") }, []string{waitForPath}},
+		{"bad status", func(j *jobSet) { dependsOn(j, "- name: a\n  status: Started\n") }, []string{dependsOnPath("2") + "[0].status"}},
+		{"unknown field", func(j *jobSet) { dependsOn(j, "- name: a\n  after: 5s\n") }, []string{dependsOnPath("2") + "[0].after"}},
+		{"not YAML", func(j *jobSet) { dependsOn(j, "[{") }, []string{dependsOnPath("2")}},
+		{"empty list", func(j *jobSet) { dependsOn(j, "[]") }, []string{dependsOnPath("2")}},
+		{"name repeated", func(j *jobSet) { dependsOn(j, "- name: a\n- name: a\n") }, []string{dependsOnPath("2") + "[1].name"}},
+		{"released written by the user", func(j *jobSet) {
+			j.InOrder().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["c"]}`)
 		}, []string{releasedPath}},
-		{"several mistakes at once", func(j *addontest.JobSetWrapper) *addontest.JobSetWrapper {
-			j = j.Annotation(contract.WaitForAnnotationKey, "Done")
+		{"several mistakes at once", func(j *jobSet) {
+			j.Annotation(contract.WaitForAnnotationKey, "Done")
 			j.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: b\n"}
-			return dependsOn(j, "- name: nope\n  status: Later\n")
+			dependsOn(j, "- name: nope\n  status: Later\n")
 		}, []string{waitForPath, dependsOnPath("1") + "[0].name", dependsOnPath("2") + "[0].status", dependsOnPath("2") + "[0].name"}},
 	}
 	f := features.New("bad sequencing is refused with its field paths").WithSetup("namespace", framework.Namespace)
 	for _, tc := range cases {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
-			js := tc.build(three(framework.NamespaceFrom(ctx))).Obj()
+			j := three(framework.NamespaceFrom(ctx))
+			tc.build(j)
+			js := j.Obj()
 			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.sequencer.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})
