@@ -62,6 +62,9 @@ type queueOptions struct {
 	preempt bool
 	// tas makes a Topology of the testbed's levels (block, rack, host) for the flavor.
 	tas bool
+	// devices, when set, is the quota of the logical device resource quotaDevice (Kueue's
+	// deviceClassMappings map quotaClass to it).
+	devices string
 }
 
 // makeQueues creates the test's queues, deleted (the cluster-scoped ones) when the test ends.
@@ -80,14 +83,16 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 			map[string]any{"nodeLabel": testbed.TopologyHostLabel},
 		}}))
 	}
+	covered, quotas := []any{"cpu"}, []any{map[string]any{"name": "cpu", "nominalQuota": o.cpu}}
+	if o.devices != "" {
+		covered = append(covered, quotaDevice)
+		quotas = append(quotas, map[string]any{"name": quotaDevice, "nominalQuota": o.devices})
+	}
 	cq := map[string]any{
 		"namespaceSelector": map[string]any{},
 		"resourceGroups": []any{map[string]any{
-			"coveredResources": []any{"cpu"},
-			"flavors": []any{map[string]any{
-				"name":      q.flavor,
-				"resources": []any{map[string]any{"name": "cpu", "nominalQuota": o.cpu}},
-			}},
+			"coveredResources": covered,
+			"flavors":          []any{map[string]any{"name": q.flavor, "resources": quotas}},
 		}},
 	}
 	if o.preempt {

@@ -1,5 +1,6 @@
-// Package kueue_test runs all four add-ons beside real Kueue v0.17.0 (make kueue-bins: the
-// kueue binary of the wrapper module tools/kueue, its CRDs and webhooks from its module), the
+// Package kueue_test runs all four add-ons beside real Kueue v0.19.2 (make kueue-bins: the
+// kueue binary of the wrapper module tools/kueue, its CRDs and webhooks from its module; v0.17.0
+// with NEIGHBOURS=old, tools/kueue-v0.17.0), its DRA integration as it ships, the
 // real JobSet controller and the real gang schedulers, on the testbed. Kueue manages only the
 // JobSets that name a LocalQueue (manageJobsWithoutQueueName false), so each test makes its own
 // ResourceFlavor, ClusterQueue and LocalQueue.
@@ -7,6 +8,10 @@
 //   - TestQueueing: two JobSets that use all four add-ons, in a ClusterQueue that fits one at a
 //     time: the second waits suspended, holding what docs/install.md says, and runs correctly
 //     after the first. make e2e runs it (the reduced set); make e2e-neighbours runs the others too.
+//   - TestDeviceQuota: a ClusterQueue with a device quota (Kueue's deviceClassMappings) for two
+//     Jobs' claims and three JobSets whose Jobs get their devices through resourceclaims: what
+//     Kueue counts (nothing), the Warning that says so, and where the third waits (the scheduler).
+//     make e2e runs it too.
 //   - TestPreemption: a higher-priority workload preempts one that uses all four add-ons.
 //   - TestTopologyAwareScheduling: Kueue's topology gate and the sequencer's gate on the same pods.
 //   - TestGangs: Kueue admits, the gang scheduler (coscheduling, kube-scheduler's Workload API)
@@ -61,7 +66,7 @@ func TestMain(m *testing.M) {
 		if err := testbed.StartGangSchedulers(ctx, tb, logf); err != nil {
 			return ctx, err
 		}
-		if err := testbed.StartKueue(ctx, tb, testbed.KueueOptions{}, logf); err != nil {
+		if err := testbed.StartKueue(ctx, tb, testbed.KueueOptions{DeviceClassMappings: map[string][]string{quotaDevice: {quotaClass}}}, logf); err != nil {
 			return ctx, err
 		}
 		return ctx, publishDevices(ctx, cfg)

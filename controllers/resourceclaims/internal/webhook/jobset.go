@@ -74,6 +74,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	}
 	errs, samples := validateJobSet(js)
 	warnings := w.checkSpecs(ctx, js, samples, &errs)
+	warnings = append(warnings, kueueWarnings(js)...)
 	return warnings, jobsets.Invalid(js, errs)
 }
 
