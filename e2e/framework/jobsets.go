@@ -12,11 +12,18 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // EventReasons counts the reasons of the Events about obj.
@@ -217,4 +224,61 @@ func PollPods(ctx context.Context, c client.Client, seen func([]corev1.Pod), opt
 		once.Do(func() { close(stopped) })
 		<-done
 	}
+}
+
+// AllAddonsDeviceClass is the DeviceClass of AllAddonsJobSet's per-Job claim.
+const AllAddonsDeviceClass = "gpu.example.com"
+
+// AllAddonsJobSet is a JobSet that uses the four add-ons: a shared and a per-pod PVC (volumeclaims),
+// a claim per Job of node (resourceclaims), node waiting for init to complete (sequencer), and a
+// gang per stage of Kubernetes' own Workload and PodGroups (podgroups). Its pods run a second.
+//
+// AllAddonsDeviceClass is its claim's DeviceClass: testbed.PublishDevices of it lets the claim be
+// allocated.
+func AllAddonsJobSet(ns, name string) *jobsetv1alpha2.JobSet {
+	rj := func(name string, mounts ...string) jobsetv1alpha2.ReplicatedJob {
+		var vm []corev1.VolumeMount
+		for _, m := range mounts {
+			vm = append(vm, corev1.VolumeMount{Name: m, MountPath: "/" + m})
+		}
+		return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1s"}},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: vm}}},
+			},
+		}}}
+	}
+	node := rj("node", "data", "ckpt")
+	node.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: ` + AllAddonsDeviceClass + `}}]}}}]`}
+	pvc := func(name string) string {
+		return `{metadata: {name: ` + name + `}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
+	}
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+			contract.PoliciesAnnotationKey:        `[{templates: [` + pvc("data") + `]}, {targetReplicatedJobs: [node], templates: [` + pvc("ckpt") + `]}]`,
+			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
+			contract.SchedulerAnnotationKey:       "kubernetes",
+		}},
+		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rj("init"), node}},
+	}
+}
+
+// WithoutAddons is js, a copy, with none of the add-ons' annotations and no volume mounts (their
+// volumes were volumeclaims'): the same JobSet as upstream JobSet alone runs it, a control.
+func WithoutAddons(js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
+	out := js.DeepCopy()
+	for _, key := range []string{contract.PoliciesAnnotationKey, contract.ExecutionPolicyAnnotationKey, contract.SchedulerAnnotationKey} {
+		delete(out.Annotations, key)
+	}
+	for i := range out.Spec.ReplicatedJobs {
+		rj := &out.Spec.ReplicatedJobs[i]
+		delete(rj.Template.Annotations, contract.TemplatesAnnotationKey)
+		for c := range rj.Template.Spec.Template.Spec.Containers {
+			rj.Template.Spec.Template.Spec.Containers[c].VolumeMounts = nil
+		}
+	}
+	return out
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -70,15 +68,15 @@ func TestManagedElsewhere(t *testing.T) {
 			w := watchMade(ctx, t, dc, ns)
 			defer w.stop()
 
-			elsewhere := allAddons(ns, "elsewhere")
+			elsewhere := framework.AllAddonsJobSet(ns, "elsewhere")
 			elsewhere.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
-			bad := allAddons(ns, "elsewhere-bad")
+			bad := framework.AllAddonsJobSet(ns, "elsewhere-bad")
 			bad.Spec.ManagedBy = elsewhere.Spec.ManagedBy
 			bad.Annotations[contract.PoliciesAnnotationKey] = "[]"
 			if err := c.Create(ctx, bad); err == nil {
 				t.Errorf("a JobSet managed elsewhere with an empty %s was admitted: validation must still refuse it", contract.PoliciesAnnotationKey)
 			}
-			here := allAddons(ns, "here")
+			here := framework.AllAddonsJobSet(ns, "here")
 			framework.CreateAll(ctx, t, c, elsewhere, here)
 
 			// The control gets everything: its PVCs, its claim, its gangs, and its second stage
@@ -139,40 +137,6 @@ func TestManagedElsewhere(t *testing.T) {
 		Teardown(framework.DeleteNamespace).
 		Feature()
 	testenv.Test(t, f)
-}
-
-// allAddons is a JobSet that uses the four add-ons: a shared and a per-pod PVC (volumeclaims),
-// a claim per Job of node (resourceclaims), node waiting for init to complete (sequencer), and a
-// gang per stage of Kubernetes' own Workload and PodGroups (podgroups).
-func allAddons(ns, name string) *jobsetv1alpha2.JobSet {
-	rj := func(name string, mounts ...string) jobsetv1alpha2.ReplicatedJob {
-		var vm []corev1.VolumeMount
-		for _, m := range mounts {
-			vm = append(vm, corev1.VolumeMount{Name: m, MountPath: "/" + m})
-		}
-		return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1s"}},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: vm}}},
-			},
-		}}}
-	}
-	node := rj("node", "data", "ckpt")
-	node.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}]`}
-	pvc := func(name string) string {
-		return `{metadata: {name: ` + name + `}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
-	}
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			contract.PoliciesAnnotationKey:        `[{templates: [` + pvc("data") + `]}, {targetReplicatedJobs: [node], templates: [` + pvc("ckpt") + `]}]`,
-			contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder),
-			contract.SchedulerAnnotationKey:       "kubernetes",
-		}},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rj("init"), node}},
-	}
 }
 
 // madeWatch counts, from watches started before the JobSets exist, every object of the made
