@@ -1,0 +1,241 @@
+// Package multicluster_test runs JobSets through Kueue's MultiKueue across two testbeds on this
+// machine: a manager, where the JobSets are queued, and a worker, where MultiKueue creates and
+// runs them. Both run the JobSet controller, the four add-ons and Kueue v0.19.2 (make
+// kueue-bins); the manager's Kueue is a MultiKueue manager that reaches the worker through a
+// kubeconfig in a Secret (the worker's admin kubeconfig, certificates inline, on 127.0.0.1). The
+// worker publishes DRA devices for the per-Job claims; the manager publishes none.
+//
+// The manager is the testbed of TESTBED_PORT_BASE (its work directory .testbed-manager), the
+// worker the one of TESTBED_WORKER_PORT_BASE (default: the manager's plus 1000; .testbed-worker1).
+// The suite starts both and stops both (TESTBED_KEEP=1 leaves them running). It needs testbeds of
+// its own: with KUBECONFIG or E2E_ADDONS=installed set it says so and runs nothing.
+//
+//   - TestDispatched: a JobSet that uses all four add-ons, queued in the manager, runs and
+//     completes in the worker; its PVCs, claim and gangs exist in the worker only, watched in
+//     both clusters from before its creation; its stages run in order there; the manager's copy
+//     shows the worker's progress and `kubectl jobset-addons status` there names the worker. The
+//     same JobSet without the add-ons' annotations, queued after it, is the timing control.
+package multicluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
+
+// The names of the MultiKueue set-up. The worker's ClusterQueue and LocalQueues have the same
+// names as the manager's, as MultiKueue needs (it creates the worker's Workload in the
+// LocalQueue of the manager's name).
+const (
+	workerName     = "worker1"
+	admissionCheck = "multikueue"
+	clusterQueue   = "cq"
+	localQueue     = "lq"
+	flavor         = "default"
+	// queueNameLabel is Kueue's label naming a JobSet's LocalQueue.
+	queueNameLabel = "kueue.x-k8s.io/queue-name"
+	// multiKueueController is the AdmissionCheck controller of MultiKueue, and the spec.managedBy
+	// Kueue gives the manager's JobSets queued in a ClusterQueue that uses it.
+	multiKueueController = "kueue.x-k8s.io/multikueue"
+)
+
+var manager, worker testbed.Config
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "multicluster: "+format+"\n", args...) }
+
+func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("KUBECONFIG") != "" || framework.Installed() {
+		logf("SKIPPED: this suite starts two testbeds of its own (a MultiKueue manager and a worker); unset KUBECONFIG and E2E_ADDONS to run it")
+		return 0
+	}
+	def, err := testbed.DefaultConfig()
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	workerBase := def.PortBase + 1000
+	if v := os.Getenv("TESTBED_WORKER_PORT_BASE"); v != "" {
+		if workerBase, err = strconv.Atoi(v); err != nil {
+			logf("TESTBED_WORKER_PORT_BASE=%q: %v", v, err)
+			return 1
+		}
+	}
+	manager, worker = def.Beside("manager", def.PortBase), def.Beside(workerName, workerBase)
+	ctx := context.Background()
+	start := time.Now()
+	code := 1
+	if err := setUp(ctx); err != nil {
+		logf("setting up: %v", err)
+	} else {
+		logf("manager and worker ready in %s", time.Since(start).Round(time.Second))
+		code = m.Run()
+	}
+	if os.Getenv("TESTBED_KEEP") != "" {
+		logf("TESTBED_KEEP: leaving the manager (%s) and the worker (%s) running", manager.Kubeconfig(), worker.Kubeconfig())
+		return code
+	}
+	for _, c := range []testbed.Config{worker, manager} {
+		if err := testbed.Down(ctx, c, logf); err != nil {
+			logf("stopping %s: %v", c.Name, err)
+			code = 1
+		}
+	}
+	logf("suite done in %s", time.Since(start).Round(time.Second))
+	return code
+}
+
+// setUp starts both testbeds, one after the other, each with Kueue and the four add-ons, and
+// connects the manager's Kueue to the worker.
+func setUp(ctx context.Context) error {
+	for _, c := range []struct {
+		tb testbed.Config
+		mk bool
+	}{{worker, false}, {manager, true}} {
+		if err := up(ctx, c.tb); err != nil {
+			return err
+		}
+		if err := testbed.StartKueue(ctx, c.tb, testbed.KueueOptions{MultiKueue: c.mk}, logf); err != nil {
+			return err
+		}
+		for _, a := range testbed.Addons {
+			if err := testbed.StartAddon(ctx, c.tb, a, nil, "--log-level=2"); err != nil {
+				return fmt.Errorf("%s: starting %s: %w", c.tb.Name, a, err)
+			}
+		}
+	}
+	if err := testbed.PublishDevices(ctx, worker, framework.AllAddonsDeviceClass, 1); err != nil {
+		return err
+	}
+	wc, err := clientOf(worker)
+	if err != nil {
+		return err
+	}
+	if err := create(ctx, wc, queues(nil)...); err != nil {
+		return err
+	}
+	mc, err := clientOf(manager)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := worker.InlineKubeconfig()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testbed.KueueNamespace, Name: workerName},
+		StringData: map[string]string{"kubeconfig": string(kubeconfig)}}
+	objs := []client.Object{secret,
+		kueueObject("MultiKueueCluster", "", workerName, map[string]any{
+			"clusterSource": map[string]any{"kubeConfig": map[string]any{"locationType": "Secret", "location": workerName}}}),
+		kueueObject("MultiKueueConfig", "", admissionCheck, map[string]any{"clusters": []any{workerName}}),
+		kueueObject("AdmissionCheck", "", admissionCheck, map[string]any{"controllerName": multiKueueController,
+			"parameters": map[string]any{"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": admissionCheck}}),
+	}
+	if err := create(ctx, mc, append(objs, queues([]any{map[string]any{"name": admissionCheck}})...)...); err != nil {
+		return err
+	}
+	for _, o := range []struct{ kind, name string }{{"MultiKueueCluster", workerName}, {"AdmissionCheck", admissionCheck}, {"ClusterQueue", clusterQueue}} {
+		if err := waitActive(ctx, mc, o.kind, o.name); err != nil {
+			return fmt.Errorf("the manager's %s %s: %w", o.kind, o.name, err)
+		}
+	}
+	return waitActive(ctx, wc, "ClusterQueue", clusterQueue)
+}
+
+// up starts the testbed c, a second time if the first fails: ports above 32767 (the worker's by
+// default, and any TESTBED_PORT_BASE there) are in Linux's ephemeral range, where a client
+// connection of the moment can hold the port a component is about to listen on. Up finishes a
+// testbed that is partly up.
+func up(ctx context.Context, c testbed.Config) error {
+	err := testbed.Up(ctx, c, logf)
+	if err != nil {
+		logf("%s: %v; starting it again", c.Name, err)
+		err = testbed.Up(ctx, c, logf)
+	}
+	return err
+}
+
+// queues are a cluster's ResourceFlavor and ClusterQueue: quota for any test here, the admission
+// checks given (the manager's MultiKueue check).
+func queues(checks []any) []client.Object {
+	cq := map[string]any{
+		"namespaceSelector": map[string]any{},
+		"resourceGroups": []any{map[string]any{
+			"coveredResources": []any{"cpu"},
+			"flavors":          []any{map[string]any{"name": flavor, "resources": []any{map[string]any{"name": "cpu", "nominalQuota": "100"}}}},
+		}},
+	}
+	if checks != nil {
+		cq["admissionChecksStrategy"] = map[string]any{"admissionChecks": checks}
+	}
+	return []client.Object{
+		kueueObject("ResourceFlavor", "", flavor, map[string]any{"nodeLabels": map[string]any{"type": "kwok"}}),
+		kueueObject("ClusterQueue", "", clusterQueue, cq),
+	}
+}
+
+func kueueObject(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: kind})
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func create(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// waitActive waits until Kueue's object kind/name has its condition Active true.
+func waitActive(ctx context.Context, c client.Client, kind, name string) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u := kueueObject(kind, "", name, nil)
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cd := range conds {
+			m, _ := cd.(map[string]any)
+			if m["type"] == "Active" {
+				last = fmt.Sprintf("%v: %v", m["reason"], m["message"])
+				return m["status"] == "True", nil
+			}
+		}
+		last = "no Active condition"
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not Active: %w (last: %s)", err, last)
+	}
+	return nil
+}
+
+// clientOf is a client of the testbed c.
+func clientOf(c testbed.Config) (client.Client, error) {
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(rc, client.Options{Scheme: framework.Scheme})
+}
