@@ -99,61 +99,97 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// setUp starts both testbeds, one after the other, each with Kueue and the four add-ons, and
-// connects the manager's Kueue to the worker.
+// setUp starts the worker, then the manager, each with Kueue and the four add-ons, and connects
+// the manager's Kueue to the worker through the AdmissionCheck admissionCheck.
 func setUp(ctx context.Context) error {
-	for _, c := range []struct {
-		tb testbed.Config
-		mk bool
-	}{{worker, false}, {manager, true}} {
-		if err := up(ctx, c.tb); err != nil {
-			return err
-		}
-		if err := testbed.StartKueue(ctx, c.tb, testbed.KueueOptions{MultiKueue: c.mk}, logf); err != nil {
-			return err
-		}
-		for _, a := range testbed.Addons {
-			if err := testbed.StartAddon(ctx, c.tb, a, nil, "--log-level=2"); err != nil {
-				return fmt.Errorf("%s: starting %s: %w", c.tb.Name, a, err)
-			}
-		}
-	}
-	if err := testbed.PublishDevices(ctx, worker, framework.AllAddonsDeviceClass, 1); err != nil {
+	if err := startWorker(ctx, worker); err != nil {
 		return err
 	}
-	wc, err := clientOf(worker)
-	if err != nil {
-		return err
-	}
-	if err := create(ctx, wc, queues(nil)...); err != nil {
+	if err := startCluster(ctx, manager, true); err != nil {
 		return err
 	}
 	mc, err := clientOf(manager)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := worker.InlineKubeconfig()
+	if err := connect(ctx, mc, worker, workerName); err != nil {
+		return err
+	}
+	return multiKueueQueue(ctx, mc, admissionCheck, clusterQueue, workerName)
+}
+
+// startCluster starts the testbed c with Kueue (a MultiKueue manager if mk) and the four add-ons.
+func startCluster(ctx context.Context, c testbed.Config, mk bool) error {
+	if err := up(ctx, c); err != nil {
+		return err
+	}
+	if err := testbed.StartKueue(ctx, c, testbed.KueueOptions{MultiKueue: mk}, logf); err != nil {
+		return err
+	}
+	for _, a := range testbed.Addons {
+		if err := testbed.StartAddon(ctx, c, a, nil, "--log-level=2"); err != nil {
+			return fmt.Errorf("%s: starting %s: %w", c.Name, a, err)
+		}
+	}
+	return nil
+}
+
+// startWorker starts the worker c: startCluster, DRA devices for the per-Job claims, and
+// Kueue's ClusterQueue clusterQueue.
+func startWorker(ctx context.Context, c testbed.Config) error {
+	if err := startCluster(ctx, c, false); err != nil {
+		return err
+	}
+	if err := testbed.PublishDevices(ctx, c, framework.AllAddonsDeviceClass, 1); err != nil {
+		return err
+	}
+	wc, err := clientOf(c)
 	if err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testbed.KueueNamespace, Name: workerName},
-		StringData: map[string]string{"kubeconfig": string(kubeconfig)}}
-	objs := []client.Object{secret,
-		kueueObject("MultiKueueCluster", "", workerName, map[string]any{
-			"clusterSource": map[string]any{"kubeConfig": map[string]any{"locationType": "Secret", "location": workerName}}}),
-		kueueObject("MultiKueueConfig", "", admissionCheck, map[string]any{"clusters": []any{workerName}}),
-		kueueObject("AdmissionCheck", "", admissionCheck, map[string]any{"controllerName": multiKueueController,
-			"parameters": map[string]any{"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": admissionCheck}}),
-	}
-	if err := create(ctx, mc, append(objs, queues([]any{map[string]any{"name": admissionCheck}})...)...); err != nil {
+	if err := create(ctx, wc, queues(clusterQueue, nil)...); err != nil {
 		return err
 	}
-	for _, o := range []struct{ kind, name string }{{"MultiKueueCluster", workerName}, {"AdmissionCheck", admissionCheck}, {"ClusterQueue", clusterQueue}} {
+	return waitActive(ctx, wc, "ClusterQueue", clusterQueue)
+}
+
+// connect makes the worker c known to the manager's Kueue as the MultiKueueCluster name: its
+// kubeconfig in a Secret in Kueue's namespace.
+func connect(ctx context.Context, mc client.Client, c testbed.Config, name string) error {
+	kubeconfig, err := c.InlineKubeconfig()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testbed.KueueNamespace, Name: name},
+		StringData: map[string]string{"kubeconfig": string(kubeconfig)}}
+	if err := create(ctx, mc, secret, kueueObject("MultiKueueCluster", "", name, map[string]any{
+		"clusterSource": map[string]any{"kubeConfig": map[string]any{"locationType": "Secret", "location": name}}})); err != nil {
+		return err
+	}
+	return waitActive(ctx, mc, "MultiKueueCluster", name)
+}
+
+// multiKueueQueue makes in the manager a MultiKueueConfig of the clusters and an AdmissionCheck
+// of MultiKueue, both named check, and the ClusterQueue cq that requires it.
+func multiKueueQueue(ctx context.Context, mc client.Client, check, cq string, clusters ...string) error {
+	var names []any
+	for _, c := range clusters {
+		names = append(names, c)
+	}
+	objs := []client.Object{
+		kueueObject("MultiKueueConfig", "", check, map[string]any{"clusters": names}),
+		kueueObject("AdmissionCheck", "", check, map[string]any{"controllerName": multiKueueController,
+			"parameters": map[string]any{"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": check}}),
+	}
+	if err := create(ctx, mc, append(objs, queues(cq, []any{map[string]any{"name": check}})...)...); err != nil {
+		return err
+	}
+	for _, o := range []struct{ kind, name string }{{"AdmissionCheck", check}, {"ClusterQueue", cq}} {
 		if err := waitActive(ctx, mc, o.kind, o.name); err != nil {
 			return fmt.Errorf("the manager's %s %s: %w", o.kind, o.name, err)
 		}
 	}
-	return waitActive(ctx, wc, "ClusterQueue", clusterQueue)
+	return nil
 }
 
 // up starts the testbed c, a second time if the first fails: ports above 32767 (the worker's by
@@ -169,10 +205,10 @@ func up(ctx context.Context, c testbed.Config) error {
 	return err
 }
 
-// queues are a cluster's ResourceFlavor and ClusterQueue: quota for any test here, the admission
-// checks given (the manager's MultiKueue check).
-func queues(checks []any) []client.Object {
-	cq := map[string]any{
+// queues are a cluster's ResourceFlavor and the ClusterQueue cq: quota for any test here, the
+// admission checks given (the manager's MultiKueue check).
+func queues(cq string, checks []any) []client.Object {
+	spec := map[string]any{
 		"namespaceSelector": map[string]any{},
 		"resourceGroups": []any{map[string]any{
 			"coveredResources": []any{"cpu"},
@@ -180,11 +216,11 @@ func queues(checks []any) []client.Object {
 		}},
 	}
 	if checks != nil {
-		cq["admissionChecksStrategy"] = map[string]any{"admissionChecks": checks}
+		spec["admissionChecksStrategy"] = map[string]any{"admissionChecks": checks}
 	}
 	return []client.Object{
 		kueueObject("ResourceFlavor", "", flavor, map[string]any{"nodeLabels": map[string]any{"type": "kwok"}}),
-		kueueObject("ClusterQueue", "", clusterQueue, cq),
+		kueueObject("ClusterQueue", "", cq, spec),
 	}
 }
 
