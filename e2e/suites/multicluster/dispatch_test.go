@@ -45,7 +45,7 @@ func TestDispatched(t *testing.T) {
 	ns := "mk-" + rand.String(6)
 	for _, c := range []client.Client{mc, wc} {
 		if err := create(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-			kueueObject("LocalQueue", ns, localQueue, map[string]any{"clusterQueue": clusterQueue})); err != nil {
+			framework.KueueObject("LocalQueue", ns, localQueue, map[string]any{"clusterQueue": clusterQueue})); err != nil {
 			t.Fatal(err)
 		}
 	}

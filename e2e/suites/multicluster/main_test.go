@@ -28,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,7 +51,9 @@ const (
 	multiKueueController = "kueue.x-k8s.io/multikueue"
 )
 
-var manager, worker testbed.Config
+// manager and worker are the suite's testbeds, beside defaults (the testbed of the environment,
+// which the suite does not start itself).
+var manager, worker, defaults testbed.Config
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "multicluster: "+format+"\n", args...) }
 
@@ -63,19 +64,20 @@ func runSuite(m *testing.M) int {
 		logf("SKIPPED: this suite starts two testbeds of its own (a MultiKueue manager and a worker); unset KUBECONFIG and E2E_ADDONS to run it")
 		return 0
 	}
-	def, err := testbed.DefaultConfig()
+	var err error
+	defaults, err = testbed.DefaultConfig()
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	workerBase := def.PortBase + 1000
+	workerBase := defaults.PortBase + 1000
 	if v := os.Getenv("TESTBED_WORKER_PORT_BASE"); v != "" {
 		if workerBase, err = strconv.Atoi(v); err != nil {
 			logf("TESTBED_WORKER_PORT_BASE=%q: %v", v, err)
 			return 1
 		}
 	}
-	manager, worker = def.Beside("manager", def.PortBase), def.Beside(workerName, workerBase)
+	manager, worker = defaults.Beside("manager", defaults.PortBase), defaults.Beside(workerName, workerBase)
 	ctx := context.Background()
 	start := time.Now()
 	code := 1
@@ -120,14 +122,16 @@ func setUp(ctx context.Context) error {
 
 // startCluster starts the testbed c with Kueue (a MultiKueue manager if mk) and the four add-ons.
 func startCluster(ctx context.Context, c testbed.Config, mk bool) error {
-	if err := up(ctx, c); err != nil {
+	if err := again(c.Name, func() error { return testbed.Up(ctx, c, logf) }); err != nil {
 		return err
 	}
-	if err := testbed.StartKueue(ctx, c, testbed.KueueOptions{MultiKueue: mk}, logf); err != nil {
+	if err := again(c.Name+": Kueue", func() error {
+		return testbed.StartKueue(ctx, c, testbed.KueueOptions{MultiKueue: mk}, logf)
+	}); err != nil {
 		return err
 	}
 	for _, a := range testbed.Addons {
-		if err := testbed.StartAddon(ctx, c, a, nil, "--log-level=2"); err != nil {
+		if err := again(c.Name+": "+a, func() error { return testbed.StartAddon(ctx, c, a, nil, "--log-level=2") }); err != nil {
 			return fmt.Errorf("%s: starting %s: %w", c.Name, a, err)
 		}
 	}
@@ -162,7 +166,7 @@ func connect(ctx context.Context, mc client.Client, c testbed.Config, name strin
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testbed.KueueNamespace, Name: name},
 		StringData: map[string]string{"kubeconfig": string(kubeconfig)}}
-	if err := create(ctx, mc, secret, kueueObject("MultiKueueCluster", "", name, map[string]any{
+	if err := create(ctx, mc, secret, framework.KueueObject("MultiKueueCluster", "", name, map[string]any{
 		"clusterSource": map[string]any{"kubeConfig": map[string]any{"locationType": "Secret", "location": name}}})); err != nil {
 		return err
 	}
@@ -177,8 +181,8 @@ func multiKueueQueue(ctx context.Context, mc client.Client, check, cq string, cl
 		names = append(names, c)
 	}
 	objs := []client.Object{
-		kueueObject("MultiKueueConfig", "", check, map[string]any{"clusters": names}),
-		kueueObject("AdmissionCheck", "", check, map[string]any{"controllerName": multiKueueController,
+		framework.KueueObject("MultiKueueConfig", "", check, map[string]any{"clusters": names}),
+		framework.KueueObject("AdmissionCheck", "", check, map[string]any{"controllerName": multiKueueController,
 			"parameters": map[string]any{"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": check}}),
 	}
 	if err := create(ctx, mc, append(objs, queues(cq, []any{map[string]any{"name": check}})...)...); err != nil {
@@ -192,15 +196,15 @@ func multiKueueQueue(ctx context.Context, mc client.Client, check, cq string, cl
 	return nil
 }
 
-// up starts the testbed c, a second time if the first fails: ports above 32767 (the worker's by
-// default, and any TESTBED_PORT_BASE there) are in Linux's ephemeral range, where a client
-// connection of the moment can hold the port a component is about to listen on. Up finishes a
-// testbed that is partly up.
-func up(ctx context.Context, c testbed.Config) error {
-	err := testbed.Up(ctx, c, logf)
+// again runs start, and a second time if the first fails: ports above 32767 (the worker's by
+// default, any TESTBED_PORT_BASE there) are in Linux's ephemeral range, where a client connection
+// of the moment (seen: the apiserver's to its etcd) can hold the port a component is about to
+// listen on. Each start here finishes or redoes what a failed one left.
+func again(what string, start func() error) error {
+	err := start()
 	if err != nil {
-		logf("%s: %v; starting it again", c.Name, err)
-		err = testbed.Up(ctx, c, logf)
+		logf("%s: %v; starting it again", what, err)
+		err = start()
 	}
 	return err
 }
@@ -219,17 +223,9 @@ func queues(cq string, checks []any) []client.Object {
 		spec["admissionChecksStrategy"] = map[string]any{"admissionChecks": checks}
 	}
 	return []client.Object{
-		kueueObject("ResourceFlavor", "", flavor, map[string]any{"nodeLabels": map[string]any{"type": "kwok"}}),
-		kueueObject("ClusterQueue", "", cq, spec),
+		framework.KueueObject("ResourceFlavor", "", flavor, map[string]any{"nodeLabels": map[string]any{"type": "kwok"}}),
+		framework.KueueObject("ClusterQueue", "", cq, spec),
 	}
-}
-
-func kueueObject(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: kind})
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
 }
 
 func create(ctx context.Context, c client.Client, objs ...client.Object) error {
@@ -245,7 +241,7 @@ func create(ctx context.Context, c client.Client, objs ...client.Object) error {
 func waitActive(ctx context.Context, c client.Client, kind, name string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		u := kueueObject(kind, "", name, nil)
+		u := framework.KueueObject(kind, "", name, nil)
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 			last = err.Error()
 			return false, nil

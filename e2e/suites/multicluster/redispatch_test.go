@@ -46,7 +46,7 @@ func TestRedispatch(t *testing.T) {
 			t.Fatalf("TESTBED_WORKER2_PORT_BASE=%q: %v", v, err)
 		}
 	}
-	worker2 := manager.Beside(worker2Name, base)
+	worker2 := defaults.Beside(worker2Name, base)
 	began := time.Now()
 	t.Cleanup(func() {
 		if os.Getenv("TESTBED_KEEP") == "" {
@@ -84,7 +84,7 @@ func TestRedispatch(t *testing.T) {
 			cq = twoWorkers
 		}
 		if err := create(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-			kueueObject("LocalQueue", ns, twoQueue, map[string]any{"clusterQueue": cq})); err != nil {
+			framework.KueueObject("LocalQueue", ns, twoQueue, map[string]any{"clusterQueue": cq})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestRedispatch(t *testing.T) {
 // hold sets the stopPolicy of the worker's ClusterQueue: Hold admits nothing new, None admits.
 func hold(ctx context.Context, t *testing.T, c client.Client, policy string) {
 	t.Helper()
-	cq := kueueObject("ClusterQueue", "", clusterQueue, nil)
+	cq := framework.KueueObject("ClusterQueue", "", clusterQueue, nil)
 	patch := fmt.Sprintf(`{"spec":{"stopPolicy":%q}}`, policy)
 	if err := c.Patch(ctx, cq, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("ClusterQueue %s stopPolicy %s: %v", clusterQueue, policy, err)
@@ -208,7 +208,7 @@ func managerWorkload(ctx context.Context, t *testing.T, c client.Client, js *job
 // it), true queues it again.
 func setActive(ctx context.Context, t *testing.T, c client.Client, wl client.ObjectKey, active bool) {
 	t.Helper()
-	u := kueueObject("Workload", wl.Namespace, wl.Name, nil)
+	u := framework.KueueObject("Workload", wl.Namespace, wl.Name, nil)
 	patch := fmt.Sprintf(`{"spec":{"active":%t}}`, active)
 	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("Workload %s active %t: %v", wl, active, err)
