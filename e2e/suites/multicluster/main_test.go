@@ -92,7 +92,7 @@ func runSuite(m *testing.M) int {
 		return code
 	}
 	for _, c := range []testbed.Config{worker, manager} {
-		if err := testbed.Down(ctx, c, logf); err != nil {
+		if err := again("stopping "+c.Name, func() error { return testbed.Down(ctx, c, logf) }); err != nil {
 			logf("stopping %s: %v", c.Name, err)
 			code = 1
 		}
@@ -199,7 +199,8 @@ func multiKueueQueue(ctx context.Context, mc client.Client, check, cq string, cl
 // again runs start, and a second time if the first fails: ports above 32767 (the worker's by
 // default, any TESTBED_PORT_BASE there) are in Linux's ephemeral range, where a client connection
 // of the moment (seen: the apiserver's to its etcd) can hold the port a component is about to
-// listen on. Each start here finishes or redoes what a failed one left.
+// listen on, or one Down checks is free. Each start here finishes or redoes what a failed one
+// left; Down may be called again.
 func again(what string, start func() error) error {
 	err := start()
 	if err != nil {

@@ -50,7 +50,7 @@ func TestRedispatch(t *testing.T) {
 	began := time.Now()
 	t.Cleanup(func() {
 		if os.Getenv("TESTBED_KEEP") == "" {
-			if err := testbed.Down(context.Background(), worker2, logf); err != nil {
+			if err := again("stopping "+worker2.Name, func() error { return testbed.Down(context.Background(), worker2, logf) }); err != nil {
 				t.Errorf("stopping %s: %v", worker2.Name, err)
 			}
 		}
