@@ -52,6 +52,9 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	fmt.Fprintf(w, "JobSet %s/%s: %s, restarts %d\n", ns, name, state(js), js.Status.Restarts)
+	if contract.ManagedElsewhere(js.Spec.ManagedBy) {
+		managedElsewhere(ctx, c, w, js)
+	}
 	of := client.MatchingLabels{contract.JobSetNameLabelKey: name}
 
 	section(w, "PersistentVolumeClaims (volumeclaims)")

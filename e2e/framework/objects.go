@@ -79,11 +79,17 @@ func WaitJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 // ns/name and returns what it printed.
 func AddonsStatus(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, name string) string {
 	t.Helper()
+	return AddonsStatusAt(ctx, t, cfg.KubeconfigFile(), ns, name)
+}
+
+// AddonsStatusAt is AddonsStatus on the cluster of the kubeconfig file.
+func AddonsStatusAt(ctx context.Context, t *testing.T, kubeconfig, ns, name string) string {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl-jobset_addons"), "status", "--kubeconfig", cfg.KubeconfigFile(), "-n", ns, name)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl-jobset_addons"), "status", "--kubeconfig", kubeconfig, "-n", ns, name)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl jobset-addons status %s/%s: %v\n%s", ns, name, err, out)

@@ -34,6 +34,8 @@ const (
 	// The JobSet versions that brought what a suite needs.
 	ElasticJobSetSince  = testbed.ElasticJobSetSince
 	DependsOnFanInSince = testbed.DependsOnFanInSince
+	// KueueNamespace is the namespace Kueue's Configuration names (MultiKueue's Secrets go there).
+	KueueNamespace = testbed.KueueNamespace
 	// TrainerVersion is the Kubeflow Trainer the testbed runs.
 	TrainerVersion = testbed.TrainerVersion
 )
@@ -44,6 +46,8 @@ var Addons = testbed.Addons
 // The testbed's operations the suites call.
 var (
 	DefaultConfig       = testbed.DefaultConfig
+	Up                  = testbed.Up
+	Down                = testbed.Down
 	RepoRoot            = testbed.RepoRoot
 	StartAddon          = testbed.StartAddon
 	StartAddonReplicas  = testbed.StartAddonReplicas

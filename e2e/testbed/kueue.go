@@ -61,6 +61,11 @@ type KueueOptions struct {
 	// later count, through them, the devices of ResourceClaimTemplates in a job's pod templates
 	// (KueueDRAIntegration, on by default); v0.17.0 reads them with its DRA integration off.
 	DeviceClassMappings map[string][]string
+	// MultiKueue, when set, makes this Kueue a MultiKueue manager (its multiKueue section): origin
+	// the testbed's name, the remote objects' garbage collected every 10 s (rather than every
+	// minute), a lost worker given up after a minute. MultiKueue itself is on by default; the
+	// worker clusters, their Secrets and the AdmissionCheck are the test's to make.
+	MultiKueue bool
 }
 
 // kueueConversionCRDs are the CRDs whose conversion Kueue's kustomization sends to its webhook
@@ -153,7 +158,7 @@ func StartKueue(ctx context.Context, c Config, o KueueOptions, log func(string, 
 		log("Kueue is already running")
 	} else {
 		cfgPath := filepath.Join(dir, "config.yaml")
-		if err := os.WriteFile(cfgPath, kueueConfig(p, certDir, frameworks, o.FeatureGates, o.DeviceClassMappings), 0o644); err != nil {
+		if err := os.WriteFile(cfgPath, kueueConfig(c, certDir, frameworks, o), 0o644); err != nil {
 			return err
 		}
 		logPath, err := StartProcess(c, "kueue", c.Bin("kueue"), "--config", cfgPath, "--kubeconfig", c.Kubeconfig(), "--zap-log-level=2")
@@ -203,9 +208,10 @@ func deleteKueueWebhooks(ctx context.Context, cs kubernetes.Interface, manifests
 // certificates (the webhooks serve certDir's), every port on 127.0.0.1, and only the JobSets
 // that name a LocalQueue are Kueue's (manageJobsWithoutQueueName false: the other suites'
 // JobSets run as they would without Kueue).
-func kueueConfig(p Ports, certDir string, frameworks []string, gates map[string]bool, devices map[string][]string) []byte {
+func kueueConfig(c Config, certDir string, frameworks []string, o KueueOptions) []byte {
+	p := c.Ports()
 	fg := map[string]bool{"VisibilityOnDemand": false}
-	for k, v := range gates {
+	for k, v := range o.FeatureGates {
 		fg[k] = v
 	}
 	cfg := map[string]any{
@@ -222,12 +228,15 @@ func kueueConfig(p Ports, certDir string, frameworks []string, gates map[string]
 		"integrations":               map[string]any{"frameworks": frameworks},
 		"featureGates":               fg,
 	}
-	if len(devices) > 0 {
+	if len(o.DeviceClassMappings) > 0 {
 		var mappings []any
-		for _, name := range slices.Sorted(maps.Keys(devices)) {
-			mappings = append(mappings, map[string]any{"name": name, "deviceClassNames": devices[name]})
+		for _, name := range slices.Sorted(maps.Keys(o.DeviceClassMappings)) {
+			mappings = append(mappings, map[string]any{"name": name, "deviceClassNames": o.DeviceClassMappings[name]})
 		}
 		cfg["resources"] = map[string]any{"deviceClassMappings": mappings}
+	}
+	if o.MultiKueue {
+		cfg["multiKueue"] = map[string]any{"origin": c.Name, "gcInterval": "10s", "workerLostTimeout": "1m"}
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
@@ -121,6 +122,19 @@ func DefaultConfig() (Config, error) {
 	return c, nil
 }
 
+// Beside is a second testbed on this machine beside c, for a test that needs two clusters at
+// once (MultiKueue's manager and worker): c's binaries and settings, its own name, work
+// directory (c's, suffixed with name) and ports (from portBase: a testbed listens on PortBase+247
+// to PortBase+545, so bases 400 apart do not overlap). Up, Down and everything else that takes a
+// Config run it as they run c, from the same process.
+func (c Config) Beside(name string, portBase int) Config {
+	o := c
+	o.Name = c.Name + "-" + name
+	o.WorkDir = c.WorkDir + "-" + name
+	o.PortBase = portBase
+	return o
+}
+
 // RepoRoot is repo.Root: the directory holding go.work.
 func RepoRoot() (string, error) { return repo.Root() }
 
@@ -186,6 +200,22 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 	}
 	rc.CAFile, rc.CertFile, rc.KeyFile = "", "", ""
 	return rc, nil
+}
+
+// InlineKubeconfig is the testbed's admin kubeconfig with its certificates inline rather than
+// named by path, as another cluster's controller needs it from a Secret (Kueue's
+// MultiKueueCluster, which refuses file paths).
+func (c Config) InlineKubeconfig() ([]byte, error) {
+	rc, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[c.Name] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos[c.Name] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData}
+	kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+	kc.CurrentContext = c.Name
+	return clientcmd.Write(*kc)
 }
 
 // Clientset is a clientset for the testbed's kubeconfig.

@@ -40,14 +40,6 @@ const (
 // deviceClass is the suite's DRA class: network-attached devices, enough for every claim.
 const deviceClass = "kueue.testbed.jobset-addons.io"
 
-func kueueObject(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: kind})
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
-}
-
 // queues is a ResourceFlavor, a ClusterQueue of it and a LocalQueue in the test's namespace, all
 // named after the namespace.
 type queues struct {
@@ -76,7 +68,7 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 	var objs []*unstructured.Unstructured
 	if o.tas {
 		rf["topologyName"] = ns
-		objs = append(objs, kueueObject("Topology", "", ns, map[string]any{"levels": []any{
+		objs = append(objs, framework.KueueObject("Topology", "", ns, map[string]any{"levels": []any{
 			map[string]any{"nodeLabel": framework.TopologyBlockLabel},
 			map[string]any{"nodeLabel": framework.TopologyRackLabel},
 			map[string]any{"nodeLabel": framework.TopologyHostLabel},
@@ -98,9 +90,9 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 		cq["preemption"] = map[string]any{"withinClusterQueue": "LowerPriority"}
 	}
 	objs = append(objs,
-		kueueObject("ResourceFlavor", "", q.flavor, rf),
-		kueueObject("ClusterQueue", "", q.clusterQueue, cq),
-		kueueObject("LocalQueue", ns, q.localQueue, map[string]any{"clusterQueue": q.clusterQueue}),
+		framework.KueueObject("ResourceFlavor", "", q.flavor, rf),
+		framework.KueueObject("ClusterQueue", "", q.clusterQueue, cq),
+		framework.KueueObject("LocalQueue", ns, q.localQueue, map[string]any{"clusterQueue": q.clusterQueue}),
 	)
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {

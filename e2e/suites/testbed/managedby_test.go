@@ -18,7 +18,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -68,15 +67,15 @@ func TestManagedElsewhere(t *testing.T) {
 			w := watchMade(ctx, t, dc, ns)
 			defer w.stop()
 
-			elsewhere := allAddons(ns, "elsewhere")
+			elsewhere := framework.AllAddonsJobSet(ns, "elsewhere")
 			elsewhere.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
-			bad := allAddons(ns, "elsewhere-bad")
+			bad := framework.AllAddonsJobSet(ns, "elsewhere-bad")
 			bad.Spec.ManagedBy = elsewhere.Spec.ManagedBy
 			bad.Annotations[contract.PoliciesAnnotationKey] = "[]"
 			if err := c.Create(ctx, bad); err == nil {
 				t.Errorf("a JobSet managed elsewhere with an empty %s was admitted: validation must still refuse it", contract.PoliciesAnnotationKey)
 			}
-			here := allAddons(ns, "here")
+			here := framework.AllAddonsJobSet(ns, "here")
 			framework.CreateAll(ctx, t, c, elsewhere, here)
 
 			// The control gets everything: its PVCs, its claim, its gangs, and its second stage
@@ -137,24 +136,6 @@ func TestManagedElsewhere(t *testing.T) {
 		Teardown(framework.DeleteNamespace).
 		Feature()
 	testenv.Test(t, f)
-}
-
-// allAddons is a JobSet that uses the four add-ons: a shared and a per-pod PVC (volumeclaims),
-// a claim per Job of node (resourceclaims), node waiting for init to complete (sequencer), and a
-// gang per stage of Kubernetes' own Workload and PodGroups (podgroups).
-func allAddons(ns, name string) *jobsetv1alpha2.JobSet {
-	rj := func(name string, mounts ...string) *addontest.ReplicatedJobWrapper {
-		return addontest.ReplicatedJob(name).Pods(1).PodAnnotation(framework.DelayAnnotationKey, "1s").Mount(mounts...)
-	}
-	node := rj("node", "data", "ckpt").JobAnnotation(contract.TemplatesAnnotationKey,
-		`[{metadata: {name: gpu}, spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}]`)
-	pvc := func(name string) string {
-		return `{metadata: {name: ` + name + `}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
-	}
-	return addontest.JobSet(ns, name).
-		Annotation(contract.PoliciesAnnotationKey, `[{templates: [`+pvc("data")+`]}, {targetReplicatedJobs: [node], templates: [`+pvc("ckpt")+`]}]`).
-		InOrder().Annotation(contract.SchedulerAnnotationKey, "kubernetes").
-		ReplicatedJobs(rj("init"), node).Obj()
 }
 
 // madeWatch counts, from watches started before the JobSets exist, every object of the made
