@@ -273,7 +273,7 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 
 .PHONY: e2e
 e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(MULTICLUSTER_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v /suites/kind) 2>&1 | $(ROOT)/hack/test-summary.sh
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
@@ -295,12 +295,13 @@ e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The 
 
 # The add-ons across clusters (e2e/suites/multicluster): Kueue's MultiKueue on testbeds of the
 # suite's own, a manager and a worker (TESTBED_PORT_BASE and 1000 above it), and for
-# MULTICLUSTER_FULL_TESTS a second worker (400 above the manager's). make e2e runs the suite
-# without them (TestDispatched: about a minute); make e2e-multicluster runs all (about 3).
+# MULTICLUSTER_FULL_TESTS a second worker (400 above the manager's). make e2e leaves the suite
+# out (it runs on a testbed already up); make test runs it without them once its testbed is down
+# (MULTICLUSTER_REDUCED=1: TestDispatched, about a minute); make e2e-multicluster runs all (about 3).
 MULTICLUSTER_FULL_TESTS := TestRedispatch
 .PHONY: e2e-multicluster
 e2e-multicluster: testbed-bins kueue-bins build ## The add-ons across clusters with Kueue $(KUEUE_VERSION)'s MultiKueue: a manager and two worker testbeds; JobSets queued in the manager run in a worker, their objects there only; eviction and re-dispatch with a checkpoint PVC
-	cd e2e && env -u KUBECONFIG GOWORK=off go test $(GO_TEST_FLAGS) -timeout 20m -v ./suites/multicluster/ 2>&1 | $(ROOT)/hack/test-summary.sh
+	cd e2e && env -u KUBECONFIG GOWORK=off go test $(GO_TEST_FLAGS) -timeout 20m -v $(if $(MULTICLUSTER_REDUCED),-skip '^($(MULTICLUSTER_FULL_TESTS))$$') ./suites/multicluster/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-upstream
 e2e-upstream: build testbed-bins $(JOBSET_E2E) ## Upstream JobSet's own e2e suite on the testbed twice, with the four add-ons running and without: the same specs must pass; prints the counts

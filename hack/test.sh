@@ -36,6 +36,8 @@ unset KUBECONFIG
 
 step "make e2e-gate-off"
 make --no-print-directory e2e-gate-off
+step "make e2e-multicluster (reduced)"
+make --no-print-directory e2e-multicluster MULTICLUSTER_REDUCED=1
 
 step "make e2e-kind"
 make --no-print-directory e2e-kind
