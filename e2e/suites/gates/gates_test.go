@@ -211,7 +211,14 @@ func TestInPlaceRestart(t *testing.T) {
 // with the failure policy action RestartJob; a pod of Job w-1 fails, and JobSet re-creates that
 // Job alone. Its new pods are released, mount the same per-pod PVCs and name a claim of the new
 // Job; the gang's PodGroups stay; lead's and w-0's Jobs, pods and claims are not touched.
-func TestRestartJob(t *testing.T) {
+func TestRestartJob(t *testing.T) { restartJob(t, false) }
+
+// TestRestartJobRetainedClaim (make e2e-gates) is TestRestartJob with the claim template's
+// whenJobFinished: Retain, so that the failed Job's claim is not deleted when it fails but goes
+// with it (owner reference) while its successor, of the same name, is made.
+func TestRestartJobRetainedClaim(t *testing.T) { restartJob(t, true) }
+
+func restartJob(t *testing.T, retain bool) {
 	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no RestartJob gate")
 	f := framework.NamespacedFeature("one failed Job re-created (RestartJob)", "its claim, PVCs, stage and gang are right; the others untouched", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		framework.RequireWorkloadAPI(t, cfg)
@@ -219,6 +226,13 @@ func TestRestartJob(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "rj", contract.SchedulerKubernetes, "Ready", []string{"w"}, []string{"w"},
 			stage{"lead", 1, 1, "10m"}, stage{"w", 2, 2, "10m"})
+		if retain {
+			ann := js.Spec.ReplicatedJobs[1].Template.Annotations
+			ann[contract.TemplatesAnnotationKey] = strings.Replace(ann[contract.TemplatesAnnotationKey], "}}]}}}]", "}}]}}, whenJobFinished: Retain}]", 1)
+			if !strings.Contains(ann[contract.TemplatesAnnotationKey], "Retain") {
+				t.Fatalf("the template did not take whenJobFinished: %s", ann[contract.TemplatesAnnotationKey])
+			}
+		}
 		js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2, Rules: []jobsetv1alpha2.FailurePolicyRule{
 			{Name: "restartOne", Action: jobsetv1alpha2.RestartJob, TargetReplicatedJobs: []string{"w"}}}}
 		create(ctx, t, c, js)
