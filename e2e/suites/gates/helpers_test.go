@@ -319,3 +319,19 @@ func podPVCNames(p corev1.Pod) []string {
 	}
 	return out
 }
+
+// notDeletedPVCs lists the JobSet's PVCs that have no deletion timestamp.
+func notDeletedPVCs(ctx context.Context, t *testing.T, c client.Client, ns, js string) []string {
+	t.Helper()
+	var list corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: js}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
