@@ -15,7 +15,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -26,10 +25,7 @@ import (
 // 4→8→4; kube-scheduler sums requests itself). The gang schedulers do not run: what is checked
 // is what podgroups writes, each in the same PodGroup object (its UID kept).
 func TestElasticBackends(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet gate")
-	fb := framework.NamespacedFeature("each backend's gang follows a running JobSet's scale", "minMember, minResources", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
+	gateTest(t, "ElasticJobSet", "each backend's gang follows a running JobSet's scale", "minMember, minResources", func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string) {
 		for _, s := range []contract.Scheduler{contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes} {
 			if s == contract.SchedulerKubernetes && !framework.WorkloadAPIServed(t, cfg) {
 				t.Logf("kubernetes: n/a, the apiserver does not serve the Workload API")
@@ -67,9 +63,7 @@ func TestElasticBackends(t *testing.T) {
 				}
 			}
 		}
-		return ctx
 	})
-	testenv.Test(t, fb)
 }
 
 // gang reads the gang size, CPU of minResources and UID of the JobSet's one PodGroup.

@@ -22,7 +22,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,11 +33,8 @@ import (
 // name; lead's new pod is released, w's new pods are gated; and a raise past the 256 pods a
 // claim serves is refused.
 func TestElastic(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet gate")
-	f := framework.NamespacedFeature("a running JobSet scaled up and down", "PVCs, gangs, claims and stages follow", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	gateTest(t, "ElasticJobSet", "a running JobSet scaled up and down", "PVCs, gangs, claims and stages follow", func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string) {
 		framework.RequireWorkloadAPI(t, cfg)
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "el", contract.SchedulerKubernetes, "Complete", []string{"lead", "w"}, []string{"lead", "w"},
 			stage{"init", 1, 1, "1s"}, stage{"lead", 1, 1, "10m"}, stage{"w", 2, 2, "10m"})
 		create(ctx, t, c, js)
@@ -121,9 +117,7 @@ func TestElastic(t *testing.T) {
 		// Scale-down is not completion: the removed indexes' PVCs are kept (their checkpoints).
 		expectSame(t, "PVCs after the lowering (Retain)", up, pvcs(ctx, t, c, ns, "el"))
 		expectSame(t, "claims", claimsBefore, claims(ctx, t, c, ns))
-		return ctx
 	})
-	testenv.Test(t, f)
 }
 
 // TestInPlaceRestart (InPlaceRestart, KEP-467): a JobSet of two stages (lead, then w once lead is
@@ -133,11 +127,8 @@ func TestElastic(t *testing.T) {
 // 0→1 without a JobSet restart; the add-ons' objects all stay: PVCs, claims, Jobs and PodGroups
 // keep their UIDs, the replacement mounts the same PVC and names the same claim, and is released.
 func TestInPlaceRestart(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no InPlaceRestart gate")
-	f := framework.NamespacedFeature("a JobSet restarted in place", "PVCs, claims, gang and stage hold", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	gateTest(t, "InPlaceRestart", "a JobSet restarted in place", "PVCs, claims, gang and stage hold", func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string) {
 		framework.RequireWorkloadAPI(t, cfg)
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "ip", contract.SchedulerKubernetes, "Ready", []string{"w"}, []string{"w"},
 			stage{"lead", 1, 1, "10m"}, stage{"w", 1, 2, "10m"})
 		inPlace(js)
@@ -182,13 +173,7 @@ func TestInPlaceRestart(t *testing.T) {
 		w = waitPods(ctx, t, c, ns, "ip", "w", 2, true)
 		after := snapshot(ctx, t, c, ns, "ip")
 
-		var cur jobsetv1alpha2.JobSet
-		if err := c.Get(ctx, client.ObjectKeyFromObject(js), &cur); err != nil {
-			t.Fatal(err)
-		}
-		if cur.Status.Restarts != 0 {
-			t.Errorf("status.restarts %d, want 0: an in-place restart is not a JobSet restart", cur.Status.Restarts)
-		}
+		expectNoRestart(ctx, t, c, js, "an in-place restart is not a JobSet restart")
 		before.expectSame(t, after)
 		for _, p := range w {
 			if p.UID == repl.UID {
@@ -200,11 +185,9 @@ func TestInPlaceRestart(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("in place: attempt 0→1, restarts %d; replacement %s (index %s) running; PVCs %v, claims %v, PodGroups %v unchanged",
-			cur.Status.Restarts, repl.Name, index(repl), after.pvcs, after.claims, after.podGroups)
-		return ctx
+		t.Logf("in place: attempt 0→1, restarts 0; replacement %s (index %s) running; PVCs %v, claims %v, PodGroups %v unchanged",
+			repl.Name, index(repl), after.pvcs, after.claims, after.podGroups)
 	})
-	testenv.Test(t, f)
 }
 
 // TestRestartJob (RestartJob): a JobSet of two stages (lead, then w's two Jobs once lead is Ready)
@@ -219,11 +202,8 @@ func TestRestartJob(t *testing.T) { restartJob(t, false) }
 func TestRestartJobRetainedClaim(t *testing.T) { restartJob(t, true) }
 
 func restartJob(t *testing.T, retain bool) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no RestartJob gate")
-	f := framework.NamespacedFeature("one failed Job re-created (RestartJob)", "its claim, PVCs, stage and gang are right; the others untouched", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	gateTest(t, "RestartJob", "one failed Job re-created (RestartJob)", "its claim, PVCs, stage and gang are right; the others untouched", func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string) {
 		framework.RequireWorkloadAPI(t, cfg)
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "rj", contract.SchedulerKubernetes, "Ready", []string{"w"}, []string{"w"},
 			stage{"lead", 1, 1, "10m"}, stage{"w", 2, 2, "10m"})
 		if retain {
@@ -262,13 +242,7 @@ func restartJob(t *testing.T, retain bool) {
 		t.Logf("Job rj-w-1 re-created and its pods running in %s", time.Since(start).Round(time.Millisecond))
 		after := snapshot(ctx, t, c, ns, "rj")
 
-		var cur jobsetv1alpha2.JobSet
-		if err := c.Get(ctx, client.ObjectKeyFromObject(js), &cur); err != nil {
-			t.Fatal(err)
-		}
-		if cur.Status.Restarts != 0 {
-			t.Errorf("status.restarts %d, want 0 (only one Job restarted)", cur.Status.Restarts)
-		}
+		expectNoRestart(ctx, t, c, js, "only one Job restarted")
 		newJob := jobs(ctx, t, c, ns, "rj")["rj-w-1"]
 		// Nothing else touched.
 		for _, name := range []string{"rj-lead-0", "rj-w-0"} {
@@ -313,9 +287,7 @@ func restartJob(t *testing.T, retain bool) {
 		}
 		t.Logf("re-created rj-w-1 (%s → %s, job-restart-attempt %s); claims before %v, after %v; PVCs %v and PodGroups %v unchanged",
 			oldJob, newJob.UID, newJob.Labels["jobset.sigs.k8s.io/job-restart-attempt"], before.claims, after.claims, after.pvcs, after.podGroups)
-		return ctx
 	})
-	testenv.Test(t, f)
 }
 
 // state is what the add-ons made for a JobSet, and its Jobs and pods, by name and UID.
@@ -361,6 +333,18 @@ func expectSame(t *testing.T, what string, before, after map[string]types.UID) {
 	t.Helper()
 	if !maps.Equal(before, after) {
 		t.Errorf("%s changed:\nbefore %v\nafter  %v", what, before, after)
+	}
+}
+
+// expectNoRestart checks that the JobSet was not restarted (status.restarts 0), for the reason why.
+func expectNoRestart(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, why string) {
+	t.Helper()
+	var cur jobsetv1alpha2.JobSet
+	if err := c.Get(ctx, client.ObjectKeyFromObject(js), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.Restarts != 0 {
+		t.Errorf("status.restarts %d, want 0: %s", cur.Status.Restarts, why)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -41,6 +42,17 @@ type stage struct {
 	replicas int32
 	pods     int32
 	run      string
+}
+
+// gateTest runs fn as a feature of one assessment in a namespace of its own, where JobSet has
+// the alpha gate gate (JobSet v0.12.0 or later, all of repo.JobSetAlphaGates on).
+func gateTest(t *testing.T, gate, feature, assessment string, fn func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string)) {
+	t.Helper()
+	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no "+gate+" gate")
+	testenv.Test(t, framework.NamespacedFeature(feature, assessment, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		fn(ctx, t, cfg, framework.Client(t, cfg), framework.NamespaceFrom(ctx))
+		return ctx
+	}))
 }
 
 // newJobSet is a JobSet whose ReplicatedJobs start in order (sequencer, waiting for waitFor),

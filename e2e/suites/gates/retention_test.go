@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -22,10 +22,7 @@ import (
 // the PVCs of indexes 2 and 3 are kept while it runs (scale-down is not completion) and deleted
 // with the others when it completes.
 func TestElasticRetention(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet gate")
-	f := framework.NamespacedFeature("removed indexes' PVCs follow the retention", "kept while running, deleted on completion", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		c := framework.Client(t, cfg)
-		ns := framework.NamespaceFrom(ctx)
+	gateTest(t, "ElasticJobSet", "removed indexes' PVCs follow the retention", "kept while running, deleted on completion", func(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, ns string) {
 		js := newJobSet(ns, "er", contract.SchedulerCoscheduling, "Complete", []string{"w"}, nil, stage{"w", 1, 2, "12s"})
 		for _, k := range []string{contract.SchedulerAnnotationKey, contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey} {
 			delete(js.Annotations, k)
@@ -56,7 +53,5 @@ func TestElasticRetention(t *testing.T) {
 			return len(notDeleted) == 0, fmt.Sprintf("%d listed, not deleted: %v", left, notDeleted), nil
 		})
 		t.Logf("2→4→2: indexes 2 and 3 kept while running; all four PVCs deleted on completion (whenComplete: Delete)")
-		return ctx
 	})
-	testenv.Test(t, f)
 }
