@@ -14,13 +14,31 @@ KWOK_VERSION   := v0.8.0
 JOBSET_VERSION := v0.12.0
 HELM_VERSION   := v4.3.0
 VOLCANO_VERSION      := v1.10.0
-SCHEDPLUGINS_VERSION := v0.33.5
+# scheduler-plugins' coscheduling scheduler of bin/testbed: tools/schedplugins pins
+# SCHEDPLUGINS_DEFAULT (v0.34.7: built on Kubernetes 1.34, it allocates DRA claims through
+# resource.k8s.io/v1), tools/schedplugins-v0.33.5 the older one (NEIGHBOURS=old, or
+# SCHEDPLUGINS_VERSION=v0.33.5).
+SCHEDPLUGINS_DEFAULT := v0.34.7
+SCHEDPLUGINS_OLD     := v0.33.5
 VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
 KO_VERSION           := v0.18.0
 CONTAINERD_VERSION   := v2.3.4
 CRICTL_VERSION       := v1.37.0
-KUEUE_VERSION        := v0.17.0
+# The neighbours (make e2e-neighbours): the newest by default; NEIGHBOURS=old picks the older ones
+# of the compatibility matrix (docs/compatibility.md), or KUEUE_VERSION=... / TRAINER_VERSION=...
+# one of them. tools/<tool> pins the newest, tools/<tool>-<version> each older one.
+KUEUE_NEWEST   := v0.19.2
+TRAINER_NEWEST := v2.3.0
+KUEUE_OLD      := v0.17.0
+TRAINER_OLD    := v2.1.0
+NEIGHBOURS     ?= new
+SCHEDPLUGINS_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(SCHEDPLUGINS_OLD),$(SCHEDPLUGINS_DEFAULT))
+KUEUE_VERSION   := $(if $(filter old,$(NEIGHBOURS)),$(KUEUE_OLD),$(KUEUE_NEWEST))
+TRAINER_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(TRAINER_OLD),$(TRAINER_NEWEST))
+kueue_mod   = $(if $(filter $(KUEUE_NEWEST),$1),tools/kueue,tools/kueue-$1)
+trainer_mod = $(if $(filter $(TRAINER_NEWEST),$1),tools/trainer,tools/trainer-$1)
+schedplugins_mod = $(if $(filter $(SCHEDPLUGINS_DEFAULT),$1),tools/schedplugins,tools/schedplugins-$1)
 
 ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
@@ -76,13 +94,14 @@ $(HELM_DIR)/helm: tools/helm/go.mod
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
 $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/scheduler
-$(SCHEDPLUGINS_DIR)/sp-scheduler: tools/schedplugins/go.mod
-	hack/build-tool.sh tools/schedplugins $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
+$(SCHEDPLUGINS_DIR)/sp-scheduler: $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION))/go.mod
+	hack/build-tool.sh $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)) $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
 
 # Kueue, run beside JobSet by the neighbour suites (make e2e-neighbours): its own wrapper module,
-# on its own Kubernetes and JobSet versions (k8s.io/api v0.35, JobSet v0.11.1), a separate binary.
-$(KUEUE_DIR)/kueue: tools/kueue/go.mod
-	hack/build-tool.sh tools/kueue $@ sigs.k8s.io/kueue/cmd/kueue \
+# on its own Kubernetes and JobSet versions (v0.19.2: k8s.io/api v0.36, JobSet v0.12.0; v0.17.0:
+# k8s.io/api v0.35, JobSet v0.11.1), a separate binary.
+$(KUEUE_DIR)/kueue: $(call kueue_mod,$(KUEUE_VERSION))/go.mod
+	hack/build-tool.sh $(call kueue_mod,$(KUEUE_VERSION)) $@ sigs.k8s.io/kueue/cmd/kueue \
 		"-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01"
 
 # Upstream JobSet's own e2e suite (test/e2e of its module), a test binary built from
@@ -93,21 +112,19 @@ $(JOBSET_E2E): tools/jobset-e2e/go.mod
 	cd tools/jobset-e2e && GOWORK=off CGO_ENABLED=0 go test -c -trimpath -o $@.tmp sigs.k8s.io/jobset/test/e2e
 	mv $@.tmp $@
 
-# Kubeflow Trainer, run beside JobSet by `testbedctl trainer` (make e2e-trainer): its controller
-# manager from tools/trainer, its CRDs and webhook configuration from its module.
-TRAINER_VERSION := v2.1.0
+# Kubeflow Trainer, run beside JobSet by `testbedctl trainer` (the trainer suite): its controller
+# manager from tools/trainer (tools/trainer-<version> for an older one), its CRDs and webhook
+# configuration from its module. bin/testbed/trainer-version names the one the testbed runs.
 TRAINER_DIR := $(BIN)/trainer-$(TRAINER_VERSION)
-$(TRAINER_DIR)/trainer-controller-manager: tools/trainer/go.mod
-	hack/build-tool.sh tools/trainer $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+$(TRAINER_DIR)/trainer-controller-manager: $(call trainer_mod,$(TRAINER_VERSION))/go.mod
+	hack/build-tool.sh $(call trainer_mod,$(TRAINER_VERSION)) $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 $(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
-	src=$$(cd tools/trainer && GOWORK=off go list -m -f '{{.Dir}}' github.com/kubeflow/trainer/v2) && \
+	src=$$(cd $(call trainer_mod,$(TRAINER_VERSION)) && GOWORK=off go list -m -f '{{.Dir}}' github.com/kubeflow/trainer/v2) && \
 		rm -rf $(TRAINER_DIR)/crds && mkdir -p $(TRAINER_DIR)/crds && \
 		cp $$src/manifests/base/crds/trainer.kubeflow.org_*.yaml $(TRAINER_DIR)/crds/ && \
 		cp $$src/manifests/base/webhook/manifests.yaml $(TRAINER_DIR)/webhooks.yaml && \
 		chmod -R u+w $(TRAINER_DIR)/crds $(TRAINER_DIR)/webhooks.yaml
 	touch $@
-.PHONY: trainer-bins
-trainer-bins: $(TRAINER_DIR)/.stamp ## Build (once) Kubeflow Trainer $(TRAINER_VERSION) and copy its CRDs and webhooks from its module
 
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
@@ -133,7 +150,7 @@ $(BIN)/pause: e2e/kindbed/images/pause/main.go
 TESTBED := $(BIN)/testbed
 mod_dir = $(shell cd $1 && GOWORK=off go list -m -f '{{.Dir}}' $2)
 VOLCANO_SRC = $(call mod_dir,tools/volcano,volcano.sh/volcano)
-SCHEDPLUGINS_SRC = $(call mod_dir,tools/schedplugins,sigs.k8s.io/scheduler-plugins)
+SCHEDPLUGINS_SRC = $(call mod_dir,$(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)),sigs.k8s.io/scheduler-plugins)
 # link_testbed DIR,KUBE,JOBSET: the recipe that fills DIR.
 link_testbed = hack/link-testbed.sh $1 $3 $(call mod_dir,$(call jobset_mod,$3),sigs.k8s.io/jobset) \
 	$(VOLCANO_SRC) $(SCHEDPLUGINS_SRC) $(call testbed_bins,$2,$3)
@@ -157,19 +174,30 @@ testbed-bins: $(TESTBED_STAMP) ## Build (once) every binary the testbed runs
 # source, from which the testbed takes Kueue's CRDs and webhook configurations when it starts it.
 KUEUE_STAMP := $(TESTBED)/.stamp-kueue-$(KUEUE_VERSION)
 $(KUEUE_STAMP): $(TESTBED_STAMP) $(KUEUE_DIR)/kueue
+	rm -f $(TESTBED)/.stamp-kueue-*
 	ln -sf $(KUEUE_DIR)/kueue $(TESTBED)/kueue
-	echo $(call mod_dir,tools/kueue,sigs.k8s.io/kueue) >$(TESTBED)/kueue-src
+	echo $(call mod_dir,$(call kueue_mod,$(KUEUE_VERSION)),sigs.k8s.io/kueue) >$(TESTBED)/kueue-src
 	echo $(KUEUE_VERSION) >$(TESTBED)/kueue-version
 	touch $@
 
 .PHONY: kueue-bins
 kueue-bins: $(KUEUE_STAMP) ## Build (once) Kueue $(KUEUE_VERSION) and link it into bin/testbed (testbedctl kueue)
 
+# Trainer named in bin/testbed: trainer-version, the version testbed.StartTrainer runs (from
+# bin/trainer-<version>).
+TRAINER_STAMP := $(TESTBED)/.stamp-trainer-$(TRAINER_VERSION)
+$(TRAINER_STAMP): $(TESTBED_STAMP) $(TRAINER_DIR)/.stamp
+	rm -f $(TESTBED)/.stamp-trainer-*
+	echo $(TRAINER_VERSION) >$(TESTBED)/trainer-version
+	touch $@
+.PHONY: trainer-bins
+trainer-bins: $(TRAINER_STAMP) ## Build (once) Kubeflow Trainer $(TRAINER_VERSION), copy its CRDs and webhooks from its module, name it in bin/testbed
+
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/helm tools/volcano tools/schedplugins tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
@@ -251,7 +279,7 @@ e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
 NEIGHBOUR_SUITES := ./suites/kueue/ ./suites/trainer/
-NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs
+NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims
 # Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
 # each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
 GATE_OFF_TESTS := TestClaimOnPodGroupGateOff

@@ -1,6 +1,7 @@
 // Command kubectl-jobset_addons is a kubectl plugin: `kubectl jobset-addons status JOBSET` prints
 // what the jobset-addons controllers did to one JobSet — its PVCs, ResourceClaims, stages and
-// gated pods, PodGroups, and its last Events. It finds all of it through the contract's labels
+// gated pods, PodGroups, the objects the API server refuses to let the add-ons make for it, and
+// its last Events. It finds all of it through the contract's labels
 // and annotations alone (pkg/contract), and needs only read access.
 //
 //	kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
@@ -32,7 +33,8 @@ const usage = `usage: kubectl jobset-addons status [-n NAMESPACE] [--events N] [
 
 Prints what the jobset-addons controllers did to one JobSet: its PVCs (volumeclaims), its
 ResourceClaims (resourceclaims), its stages and gated pods (sequencer), its PodGroups
-(podgroups), and its last Events.`
+(podgroups), the objects the API server refuses to let them make for it (told once each,
+however old), and its last Events.`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("kubectl-jobset_addons", pflag.ContinueOnError)

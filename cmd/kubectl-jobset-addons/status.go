@@ -105,7 +105,6 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		return err
 	}
 
-	section(w, fmt.Sprintf("Last %d Events", events))
 	var list corev1.EventList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return err
@@ -117,7 +116,9 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		}
 	}
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	refused(w, evs)
 	evs = evs[max(0, len(evs)-events):]
+	section(w, fmt.Sprintf("Last %d Events", events))
 	rows(w, "AGE\tTYPE\tREASON\tMESSAGE", len(evs), func(i int) string {
 		e := evs[i]
 		return strings.Join([]string{age(eventTime(e)), e.Type, e.Reason, cut(e.Message, 120)}, "\t")
@@ -279,6 +280,30 @@ func podGroups(ctx context.Context, c client.Client, w io.Writer, ns string, of 
 }
 
 func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
+
+// refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
+// when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
+// resourceclaims controllers' ReasonRefused).
+var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused"}
+
+// refused prints, when there are any, the Warnings of refusedReasons among evs, however old: each
+// is told once, and the JobSet waits on it for as long as it lives.
+func refused(w io.Writer, evs []corev1.Event) {
+	var found []corev1.Event
+	for _, e := range evs {
+		if e.Type == corev1.EventTypeWarning && slices.Contains(refusedReasons, e.Reason) {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	section(w, "Refused by the API server (not made; the pods that need them wait)")
+	rows(w, "AGE\tREASON\tMESSAGE", len(found), func(i int) string {
+		e := found[i]
+		return strings.Join([]string{age(eventTime(e)), e.Reason, cut(e.Message, 600)}, "\t")
+	})
+}
 
 // rows prints a header and n rows, indented, or "(none)".
 func rows(w io.Writer, header string, n int, row func(i int) string) {

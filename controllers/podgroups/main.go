@@ -39,6 +39,8 @@ func main() {
 		concurrency  int
 		names        backend.Names
 		defaultQueue string
+		webhookQPS   float32
+		webhookBurst int
 	)
 	addon.Main(addon.Options{
 		Name: "podgroups",
@@ -68,6 +70,8 @@ func main() {
 			fs.StringVar(&names.Volcano, "volcano-scheduler-name", "volcano", "schedulerName given to the pods of JobSets gang-scheduled by Volcano")
 			fs.StringVar(&names.Coscheduling, "coscheduling-scheduler-name", "scheduler-plugins-scheduler", "schedulerName given to the pods of JobSets gang-scheduled by coscheduling")
 			fs.StringVar(&defaultQueue, "volcano-default-queue", "default", "Volcano queue of a JobSet that names none (Volcano's own default queue)")
+			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of gang objects, apart from --kube-api-qps, so that admission never waits behind the reconciler")
+			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
 			all := backend.All(names)
@@ -91,12 +95,18 @@ func main() {
 				Composites:   composites,
 				DefaultQueue: defaultQueue,
 			}
+			dryRunClient, err := addon.NewDryRunClient(mgr, webhookQPS, webhookBurst)
+			if err != nil {
+				return err
+			}
 			w := &webhook.JobSetWebhook{
-				Backends:   all,
-				Installed:  func(s contract.Scheduler) bool { return installed[s] != nil },
-				Classes:    r,
-				Claims:     &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
-				Composites: composites,
+				Backends:     all,
+				Installed:    func(s contract.Scheduler) bool { return installed[s] != nil },
+				Classes:      r,
+				Claims:       &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
+				Composites:   composites,
+				DryRun:       &addon.DryRunner{Client: dryRunClient, Name: "podgroups", Remember: webhook.DryRunRemember},
+				DefaultQueue: defaultQueue,
 			}
 			if err := webhook.Register(mgr, w); err != nil {
 				return err

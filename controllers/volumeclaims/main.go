@@ -22,7 +22,8 @@ import (
 )
 
 func main() {
-	var concurrency, workers int
+	var concurrency, workers, webhookBurst int
+	var webhookQPS float32
 	addon.Main(addon.Options{
 		Name: "volumeclaims",
 		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench-volumeclaims).
@@ -40,9 +41,11 @@ func main() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
+			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of PVC templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
+			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
-		Setup: func(_ context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr); err != nil {
+		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
+			if err := webhook.Register(mgr, webhookQPS, webhookBurst); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
@@ -51,7 +54,7 @@ func main() {
 				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
 				Workers:  workers,
 			}
-			return r.SetupWithManager(mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, concurrency)
 		},
 	})
 }

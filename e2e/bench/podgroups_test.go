@@ -25,6 +25,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -57,24 +58,9 @@ func gangJobSet(ns, name string, pods int32) *jobsetv1alpha2.JobSet {
 
 // gangJobSetOf is gangJobSet gang-scheduled by s.
 func gangJobSetOf(s contract.Scheduler, ns, name string, pods int32) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{contract.SchedulerAnnotationKey: string(s)}},
-		Spec: jobsetv1alpha2.JobSetSpec{
-			Suspend: ptr.To(true),
-			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-				Name: "w", Replicas: 2,
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-					Parallelism: ptr.To(pods), Completions: ptr.To(pods), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-						}}},
-					}},
-				}},
-			}},
-		},
-	}
+	return addontest.JobSet(ns, name).Annotation(contract.SchedulerAnnotationKey, string(s)).Suspend(true).ReplicatedJobs(
+		addontest.ReplicatedJob("w").Replicas(2).Pods(pods).BackoffLimit(nil).Requests("1", ""),
+	).Obj()
 }
 
 // podGroupsVersusBare: 500 suspended Volcano JobSets. First the end-to-end figures: from the

@@ -22,6 +22,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,10 +35,11 @@ var claimList = resourcev1.SchemeGroupVersion.WithKind("ResourceClaimList")
 const benchTemplates = `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: bench}}]}}}]`
 
 // BenchmarkResourceClaims runs the resourceclaims controller on the testbed and prints its
-// table. RESOURCECLAIMS_BENCH=latency,claims picks some scenarios.
+// table. RESOURCECLAIMS_BENCH=latency,admission,claims picks some scenarios.
 func BenchmarkResourceClaims(b *testing.B) {
 	runAddonBench(b, "resourceclaims", []scenario{
 		{"latency", func(e benchEnv) []row { return jobWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"admission", resourceClaimsAdmission},
 		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
 	})
 }
@@ -111,22 +113,10 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	}
 	start := time.Now()
 	if err := createParallel(jobSets, 8, func(i int) error {
-		return c.Create(ctx, &jobsetv1alpha2.JobSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("rc-%d", i)},
-			Spec: jobsetv1alpha2.JobSetSpec{
-				Suspend: ptr.To(true),
-				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-					Name: "w", Replicas: replicas,
-					Template: batchv1.JobTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.TemplatesAnnotationKey: benchTemplates}},
-						Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-							RestartPolicy: corev1.RestartPolicyNever,
-							Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
-						}}},
-					},
-				}},
-			},
-		})
+		return c.Create(ctx, addontest.JobSet(ns, fmt.Sprintf("rc-%d", i)).Suspend(true).ReplicatedJobs(
+			addontest.ReplicatedJob("w").Replicas(replicas).CompletionMode(nil).BackoffLimit(nil).
+				JobAnnotation(contract.TemplatesAnnotationKey, benchTemplates),
+		).Obj())
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -49,30 +49,19 @@ var seqStageNames = []string{"s0", "s1", "s2"}
 // chainJobSet is one JobSet of the benchmark; sequencer picks our annotations over upstream
 // dependsOn.
 func chainJobSet(ns, name string, sequencer bool) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	js := addontest.JobSet(ns, name)
 	if sequencer {
-		js.Annotations = map[string]string{contract.ExecutionPolicyAnnotationKey: string(contract.ExecutionPolicyInOrder)}
+		js.InOrder()
 	}
 	for i, rj := range seqStageNames {
-		r := jobsetv1alpha2.ReplicatedJob{
-			Name: rj, Replicas: seqReplicas,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: seqRun}},
-					Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
-					},
-				},
-			}},
-		}
+		r := addontest.ReplicatedJob(rj).Replicas(seqReplicas).Pods(1).CompletionMode(nil).
+			PodAnnotation(testbed.DelayAnnotationKey, seqRun)
 		if !sequencer && i > 0 {
-			r.DependsOn = []jobsetv1alpha2.DependsOn{{Name: seqStageNames[i-1], Status: jobsetv1alpha2.DependencyComplete}}
+			r.DependsOn(seqStageNames[i-1])
 		}
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, r)
+		js.ReplicatedJobs(r)
 	}
-	return js
+	return js.Obj()
 }
 
 // timeline records, as this process's watches see them, when each Job was first Complete and

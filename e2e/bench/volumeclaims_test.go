@@ -24,12 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -92,23 +92,9 @@ func pvcSpec() corev1.PersistentVolumeClaimSpec {
 // suspendedJobSet is a suspended JobSet (its Jobs make no pods) of one ReplicatedJob whose pods
 // mount the volume data.
 func suspendedJobSet(ns, name string, replicas, completions int32) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: jobsetv1alpha2.JobSetSpec{
-			Suspend: ptr.To(true),
-			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-				Name: "w", Replicas: replicas,
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-					Parallelism: ptr.To(completions), Completions: ptr.To(completions),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "main", Image: "busybox",
-							VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-					}},
-				}},
-			}},
-		},
-	}
+	return addontest.JobSet(ns, name).Suspend(true).ReplicatedJobs(
+		addontest.ReplicatedJob("w").Replicas(replicas).Pods(completions).CompletionMode(nil).BackoffLimit(nil).Mount("data"),
+	).Obj()
 }
 
 var pvcList = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList")
@@ -159,12 +145,13 @@ func createParallel(n, workers int, create func(i int) error) error {
 }
 
 // BenchmarkVolumeClaims runs the volumeclaims controller on the testbed and prints its table.
-// VOLUMECLAIMS_BENCH=perpod,shared,latency,rss picks some scenarios. Latency and memory come
+// VOLUMECLAIMS_BENCH=perpod,shared,latency,admission,rss picks some scenarios. Latency and memory come
 // first, on a quiet testbed and a quiet controller: the PVC scenarios leave provisioning work
 // and garbage behind. The 20,000 gated pods stay, inert, for the rest.
 func BenchmarkVolumeClaims(b *testing.B) {
 	runAddonBench(b, "volumeclaims", []scenario{
 		{"latency", func(e benchEnv) []row { return podWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"admission", volumeClaimsAdmission},
 		{"rss", func(e benchEnv) []row { return []row{rssWithUnrelatedPods(e.ctx, e.b, e.c, e.tb)} }},
 		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb)} }},
 		{"shared", func(e benchEnv) []row { return []row{sharedVersusUpstream(e.ctx, e.b, e.c)} }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 
 	e2eenv "sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -41,4 +42,17 @@ func Environment() (e2eenv.Environment, Config, error) {
 		return ctx, Down(ctx, kb, Logf)
 	})
 	return testenv, kb, nil
+}
+
+// RunTests runs m's tests in the kind environment and exits with their result; got is given
+// the environment and its Config before any test runs. It is the TestMain of every package
+// that runs on kind.
+func RunTests(m *testing.M, got func(e2eenv.Environment, Config)) {
+	testenv, kb, err := Environment()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	got(testenv, kb)
+	os.Exit(testenv.Run(m))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,11 @@ type KueueOptions struct {
 	// FeatureGates are Kueue's feature gates, on top of the testbed's: VisibilityOnDemand off
 	// (its API server would need a port and an APIService of its own).
 	FeatureGates map[string]bool
+	// DeviceClassMappings are Kueue's resources.deviceClassMappings: each logical resource (a
+	// name a ClusterQueue gives a quota) and the DRA DeviceClasses counted as it. Kueue v0.18 and
+	// later count, through them, the devices of ResourceClaimTemplates in a job's pod templates
+	// (KueueDRAIntegration, on by default); v0.17.0 reads them with its DRA integration off.
+	DeviceClassMappings map[string][]string
 }
 
 // kueueConversionCRDs are the CRDs whose conversion Kueue's kustomization sends to its webhook
@@ -64,7 +70,7 @@ var kueueConversionCRDs = []string{
 	"workloads.kueue.x-k8s.io", "multikueueclusters.kueue.x-k8s.io",
 }
 
-// kueueMetricsCertDir is where Kueue v0.17.0 reads its metrics serving certificate when its
+// kueueMetricsCertDir is where Kueue (v0.17.0, v0.19.2) reads its metrics serving certificate when its
 // internal certificate management is off: cmd/kueue/main.go hard-codes the path (the chart
 // mounts a Secret there), and Kueue does not start without the files. The testbed writes its
 // own certificate there, the one file it writes outside the repository and /tmp.
@@ -147,7 +153,7 @@ func StartKueue(ctx context.Context, c Config, o KueueOptions, log func(string, 
 		log("Kueue is already running")
 	} else {
 		cfgPath := filepath.Join(dir, "config.yaml")
-		if err := os.WriteFile(cfgPath, kueueConfig(p, certDir, frameworks, o.FeatureGates), 0o644); err != nil {
+		if err := os.WriteFile(cfgPath, kueueConfig(p, certDir, frameworks, o.FeatureGates, o.DeviceClassMappings), 0o644); err != nil {
 			return err
 		}
 		logPath, err := StartProcess(c, "kueue", c.Bin("kueue"), "--config", cfgPath, "--kubeconfig", c.Kubeconfig(), "--zap-log-level=2")
@@ -197,7 +203,7 @@ func deleteKueueWebhooks(ctx context.Context, cs kubernetes.Interface, manifests
 // certificates (the webhooks serve certDir's), every port on 127.0.0.1, and only the JobSets
 // that name a LocalQueue are Kueue's (manageJobsWithoutQueueName false: the other suites'
 // JobSets run as they would without Kueue).
-func kueueConfig(p Ports, certDir string, frameworks []string, gates map[string]bool) []byte {
+func kueueConfig(p Ports, certDir string, frameworks []string, gates map[string]bool, devices map[string][]string) []byte {
 	fg := map[string]bool{"VisibilityOnDemand": false}
 	for k, v := range gates {
 		fg[k] = v
@@ -215,6 +221,13 @@ func kueueConfig(p Ports, certDir string, frameworks []string, gates map[string]
 		"clientConnection":           map[string]any{"qps": 200, "burst": 400},
 		"integrations":               map[string]any{"frameworks": frameworks},
 		"featureGates":               fg,
+	}
+	if len(devices) > 0 {
+		var mappings []any
+		for _, name := range slices.Sorted(maps.Keys(devices)) {
+			mappings = append(mappings, map[string]any{"name": name, "deviceClassNames": devices[name]})
+		}
+		cfg["resources"] = map[string]any{"deviceClassMappings": mappings}
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {

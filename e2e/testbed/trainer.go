@@ -14,11 +14,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TrainerVersion is the Kubeflow Trainer the testbed runs beside JobSet (`testbedctl trainer`):
-// github.com/kubeflow/trainer/v2 at this version, built by `make trainer-bins` from the wrapper
-// module tools/trainer into bin/trainer-<version>/, with its CRDs and webhook configuration
-// copied from the module's manifests/base.
-const TrainerVersion = "v2.1.0"
+// TrainerVersion is the Kubeflow Trainer the testbed runs beside JobSet (`testbedctl trainer`)
+// when bin/testbed names none: github.com/kubeflow/trainer/v2 at this version, built by
+// `make trainer-bins` from the wrapper module tools/trainer into bin/trainer-<version>/, with
+// its CRDs and webhook configuration copied from the module's manifests/base. `make trainer-bins
+// NEIGHBOURS=old` builds the older one of the compatibility matrix (tools/trainer-v2.1.0) and
+// names it in bin/testbed/trainer-version, which Config.TrainerVersion reads.
+const TrainerVersion = "v2.3.0"
+
+// TrainerVersion is the Trainer the testbed runs: the version in BinDir's trainer-version (make
+// trainer-bins writes it), else the package's TrainerVersion.
+func (c Config) TrainerVersion() string {
+	if b, err := os.ReadFile(c.Bin("trainer-version")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return TrainerVersion
+}
 
 // TrainerPorts of the Trainer controller on the testbed, on 127.0.0.1.
 type TrainerPorts struct{ Webhook, Health, Metrics int }
@@ -33,12 +44,12 @@ func (c Config) TrainerPorts() TrainerPorts {
 func (p TrainerPorts) All() []int { return []int{p.Webhook, p.Health, p.Metrics} }
 
 // TrainerBinDir is where `make trainer-bins` puts the Trainer's binary and manifests:
-// TESTBED_TRAINER_DIR, else Root/bin/trainer-<TrainerVersion>.
+// TESTBED_TRAINER_DIR, else Root/bin/trainer-<c.TrainerVersion()>.
 func (c Config) TrainerBinDir() string {
 	if d := os.Getenv("TESTBED_TRAINER_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join(c.Root, "bin", "trainer-"+TrainerVersion)
+	return filepath.Join(c.Root, "bin", "trainer-"+c.TrainerVersion())
 }
 
 func (c Config) trainerDir() string { return filepath.Join(c.WorkDir, "trainer") }
@@ -144,7 +155,7 @@ clientConnection:
 	if err := waitTrainerWebhooks(ctx, cs); err != nil {
 		return err
 	}
-	log("Trainer %s is ready: webhooks on :%d, health on :%d, log in %s", TrainerVersion, p.Webhook, p.Health, filepath.Join(c.procsDir(), "trainer.log"))
+	log("Trainer %s is ready: webhooks on :%d, health on :%d, log in %s", c.TrainerVersion(), p.Webhook, p.Health, filepath.Join(c.procsDir(), "trainer.log"))
 	return nil
 }
 
@@ -170,6 +181,10 @@ func waitTrainerWebhooks(ctx context.Context, cs kubernetes.Interface) error {
 // StopTrainer stops the Trainer's process and removes its webhook configuration.
 func StopTrainer(ctx context.Context, c Config) error {
 	return stopUnhooked(ctx, c, "trainer", func(cs kubernetes.Interface) error {
+		// Trainer v2.3 has a mutating webhook too (the TrainJob defaulter); v2.1 has none.
+		if err := ignoreNotFound(cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "trainer-mutating-webhook-configuration", metav1.DeleteOptions{})); err != nil {
+			return err
+		}
 		return ignoreNotFound(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "trainer-validating-webhook-configuration", metav1.DeleteOptions{}))
 	})
 }

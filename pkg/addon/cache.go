@@ -49,12 +49,38 @@ func JobsOfJobSets(kept func(*batchv1.Job) corev1.PodTemplateSpec) cache.ByObjec
 // which add-ons one uses. uses must be false again on what is kept (it reads the metadata, or the
 // spec that is dropped), so that a reconcile of a kept JobSet does what it would on the whole one:
 // nothing. A JobSet changed to use the add-on is cached whole from that change on.
+//
+// A JobSet managed elsewhere (contract.ManagedElsewhere) is not this cluster's to act on: of it,
+// only its metadata without the add-ons' own annotations (of the contract's domain) and its
+// spec.managedBy are kept (NotHere), so that no add-on's uses takes it for one that uses it,
+// and no reconcile, watch or predicate of any add-on acts on it.
 func JobSetsUsing(uses func(*jobsetv1alpha2.JobSet) bool) cache.ByObject {
+	return jobSetsUsing(uses, nil)
+}
+
+// jobSetsUsing is JobSetsUsing, calling elsewhere (if not nil) with each JobSet managed
+// elsewhere that uses the add-on, whole, before it is trimmed.
+func jobSetsUsing(uses func(*jobsetv1alpha2.JobSet) bool, elsewhere func(*jobsetv1alpha2.JobSet)) cache.ByObject {
 	return Trimmed(cache.ByObject{}, func(obj any) {
-		if js, ok := obj.(*jobsetv1alpha2.JobSet); ok && !uses(js) {
+		js, ok := obj.(*jobsetv1alpha2.JobSet)
+		switch {
+		case !ok:
+		case contract.ManagedElsewhere(js.Spec.ManagedBy):
+			if elsewhere != nil && uses(js) {
+				elsewhere(js)
+			}
+			NotHere(js)
+		case !uses(js):
 			js.Spec, js.Status = jobsetv1alpha2.JobSetSpec{}, jobsetv1alpha2.JobSetStatus{}
 		}
 	})
+}
+
+// NotHere trims, in place, a JobSet managed elsewhere to what an add-on may know of it: its
+// metadata without the add-ons' annotations, and its spec.managedBy.
+func NotHere(js *jobsetv1alpha2.JobSet) {
+	js.Spec, js.Status = jobsetv1alpha2.JobSetSpec{ManagedBy: js.Spec.ManagedBy}, jobsetv1alpha2.JobSetStatus{}
+	maps.DeleteFunc(js.Annotations, func(key, _ string) bool { return strings.Contains(key, contract.Domain+"/") })
 }
 
 // Trimmed is by with a transform that drops the objects' managed fields, as the manager's

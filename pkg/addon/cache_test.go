@@ -7,26 +7,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 func TestJobsOfJobSets(t *testing.T) {
+	js := addontest.JobSet("", "js").ReplicatedJobs(addontest.ReplicatedJob("w").Pods(2)).Obj()
 	job := func() *batchv1.Job {
-		return &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "j", Labels: map[string]string{contract.JobSetNameLabelKey: "js"},
-				Annotations:   map[string]string{"keep": "yes", "jobset.sigs.k8s.io/job-key": "0123", contract.TemplatesAnnotationKey: "[]"},
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "jobset"}},
-			},
-			Spec: batchv1.JobSpec{
-				Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}},
-			},
-			Status: batchv1.JobStatus{Succeeded: 1},
-		}
+		j := addontest.Job(js, "w", 0).Name("j").Succeeded(1).
+			Annotation("keep", "yes").Annotation("jobset.sigs.k8s.io/job-key", "0123").Annotation(contract.TemplatesAnnotationKey, "[]").Obj()
+		j.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "jobset"}}
+		return j
 	}
 	byObject := JobsOfJobSets(func(j *batchv1.Job) corev1.PodTemplateSpec {
 		if j.Annotations["keep"] != "yes" {
@@ -73,16 +66,13 @@ func TestJobSetsUsing(t *testing.T) {
 		return ok || (len(js.Spec.ReplicatedJobs) > 0 && js.Spec.ReplicatedJobs[0].Template.Annotations["mine"] != "")
 	}
 	jobSet := func(annotations, templateAnnotations map[string]string) *jobsetv1alpha2.JobSet {
-		return &jobsetv1alpha2.JobSet{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "js", Labels: map[string]string{"l": "v"}, Annotations: annotations,
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-			},
-			Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-				Name: "w", Replicas: 2, Template: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: templateAnnotations}},
-			}}},
-			Status: jobsetv1alpha2.JobSetStatus{Restarts: 1},
+		w := addontest.ReplicatedJob("w").Replicas(2)
+		for k, v := range templateAnnotations {
+			w.JobAnnotation(k, v)
 		}
+		js := addontest.JobSet("", "js").Label("l", "v").Annotations(annotations).ReplicatedJobs(w).Restarts(1).Obj()
+		js.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+		return js
 	}
 	transform := JobSetsUsing(uses).Transform
 	for name, js := range map[string]*jobsetv1alpha2.JobSet{

@@ -3,16 +3,20 @@ package addon
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"sync"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 // MaxEventNote is the longest note the API server accepts on an events.k8s.io/v1 Event.
@@ -32,8 +36,8 @@ type annotated struct {
 
 // startEvents starts a broadcaster that writes Events through httpClient (the manager's
 // connections), with cfg's identity, at qps and burst, until ctx is done; stop it with
-// Shutdown. Events are best effort: those waiting for the rate limit die with the process.
-func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, error) {
+// Shutdown. The client it writes through is returned too. Events are best effort: those waiting for the rate limit die with the process.
+func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, eventsv1client.EventsV1Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
 	// Events are a built-in kind: protobuf costs the API server and us less than JSON, as for
@@ -41,13 +45,13 @@ func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client,
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cl, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("creating the events client: %w", err)
+		return nil, nil, fmt.Errorf("creating the events client: %w", err)
 	}
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cl})
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+		return nil, nil, fmt.Errorf("starting the event broadcaster: %w", err)
 	}
-	return b, nil
+	return b, cl, nil
 }
 
 type noteLimit struct{ events.EventRecorder }
@@ -68,12 +72,80 @@ func CutNote(note string) string {
 	return note[:cut] + "..."
 }
 
-// Told remembers which Warning was told last per object, so that a reconciler that meets the
-// same problem on every reconcile tells it once (and again only after telling another). The
-// zero value is ready; it is safe for concurrent use.
+// Tell emits an Event about the JobSet js (related may be nil) that is never folded into the
+// series of another note. client-go's events.k8s.io recorder folds Events of the same type,
+// action, reason, reporting controller and instance, regarding and related object into one
+// series, which keeps the first note and counts the others: a note that changes (an error, a
+// count, names) would show only its first text. Tell gives each note a series of its own: the
+// regarding reference's fieldPath (part of the series key) names the note, "note#" and 8 hex
+// digits of its hash, so that the same note told again is counted in its series and a new note
+// is an Event of its own. Use it for every Event whose note varies; a note that never varies
+// may go through rec.Eventf.
+func Tell(rec events.EventRecorder, js *jobsetv1alpha2.JobSet, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	note = CutNote(fmt.Sprintf(note, args...))
+	rec.Eventf(regardingNote(js, note), related, eventtype, reason, action, "%s", note)
+}
+
+// regardingNote is the reference to js, as the recorder makes one, with the note's field path.
+func regardingNote(js *jobsetv1alpha2.JobSet, note string) *corev1.ObjectReference {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(note))
+	return &corev1.ObjectReference{
+		APIVersion: jobsetv1alpha2.GroupVersion.String(), Kind: "JobSet",
+		Namespace: js.Namespace, Name: js.Name, UID: js.UID, ResourceVersion: js.ResourceVersion,
+		FieldPath: fmt.Sprintf("note#%08x", h.Sum32()),
+	}
+}
+
+// Told remembers what a controller told about each object (by UID), so that what it meets on
+// every reconcile is told once: First, the Warning told last (told again only after another),
+// and Once, each thing told (a reused PVC, a held one), until Forget. The zero value is ready;
+// it is safe for concurrent use.
 type Told struct {
 	mu   sync.Mutex
 	last map[types.UID]string
+	once map[types.UID]sets.Set[string]
+}
+
+// Warn emits, with Tell, a Warning about js whose reason was not the last told about it
+// (First), and tells whether it did (the caller counts it).
+func (t *Told) Warn(rec events.EventRecorder, js *jobsetv1alpha2.JobSet, related runtime.Object, reason, action, note string, args ...any) bool {
+	if !t.First(js.UID, reason) {
+		return false
+	}
+	Tell(rec, js, related, corev1.EventTypeWarning, reason, action, note, args...)
+	return true
+}
+
+// Once records what as told about uid and tells whether it was not told before.
+func (t *Told) Once(uid types.UID, what string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.once == nil {
+		t.once = map[types.UID]sets.Set[string]{}
+	}
+	if t.once[uid].Has(what) {
+		return false
+	}
+	if t.once[uid] == nil {
+		t.once[uid] = sets.New[string]()
+	}
+	t.once[uid].Insert(what)
+	return true
+}
+
+// Has tells whether what was told about uid (Once).
+func (t *Told) Has(uid types.UID, what string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.once[uid].Has(what)
+}
+
+// Unsay forgets that what was told about uid, so that Once tells it again.
+func (t *Told) Unsay(uid types.UID, what string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.once[uid].Delete(what)
 }
 
 // First records reason as the last told about uid and tells whether it is new, that is,
@@ -96,4 +168,5 @@ func (t *Told) Forget(uid types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.last, uid)
+	delete(t.once, uid)
 }

@@ -42,15 +42,7 @@ import (
 // volumeclaims ServiceAccount with exactly the RBAC the chart renders for it: so the chart's
 // Secret, Lease and webhook-configuration rules (each by resourceNames) are proven enough.
 func TestRunOnAPIServer(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make unit`, which points it at bin/testbed")
-	}
-	env := &envtest.Environment{}
-	rc, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	rc := startAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -258,6 +250,22 @@ func TestRunOnAPIServer(t *testing.T) {
 	if h := held.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("lease still held by %q after shutdown", *h)
 	}
+}
+
+// startAPIServer starts an apiserver and etcd (envtest, on the testbed's binaries), stopped
+// when the test ends.
+func startAPIServer(t *testing.T) *rest.Config {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make unit`, which points it at bin/testbed")
+	}
+	env := &envtest.Environment{}
+	rc, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return rc
 }
 
 // mountSecret does what the kubelet does for the Secret volume the chart mounts at --cert-dir:

@@ -28,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Options is what a controller binary declares about itself.
@@ -79,36 +81,83 @@ func Main(opts Options) {
 }
 
 // Run parses args, builds the manager and runs it until ctx is done. restCfg, when nil, comes
-// from --kubeconfig, $KUBECONFIG or the in-cluster configuration.
+// from --kubeconfig, $KUBECONFIG or the in-cluster configuration. Its steps: the flags, the
+// logger, the client configuration, the manager and its caches, the health and readiness
+// checks, the shutdown delay, the Events and Setup, then the manager until the signal.
 func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config) error {
-	var cfg Config
-	gates := featuregate.NewFeatureGate()
+	cfg, gates, kubeconfig, done, err := parseArgs(opts, args)
+	if err != nil || done {
+		return err
+	}
+	log, err := startLogging(opts, cfg)
+	if err != nil {
+		return err
+	}
+	if restCfg, err = clientConfig(restCfg, kubeconfig, opts, cfg); err != nil {
+		return err
+	}
+	m, err := newManager(ctx, opts, cfg, restCfg, log)
+	if err != nil {
+		return err
+	}
+	ready, err := addChecks(m.Manager, opts, cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := withShutdownDelay(ctx, m.Manager, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	stopEvents, err := m.setup(ctx, opts, cfg, gates, restCfg)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates), "clientGates", changedClientGates())
+	go ready.serveWebhooks(ctx, m.Manager, opts)
+
+	log.Info("Starting manager", "leaderElection", cfg.LeaderElect, "leaseID", cfg.LeaderElectionID)
+	if err := m.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	log.Info("Stopped")
+	return nil
+}
+
+// parseArgs reads the flags: the shared ones, the feature gates (the controller's and
+// client-go's) and the controller's own. done is true when nothing is to run (--version).
+func parseArgs(opts Options, args []string) (cfg Config, gates featuregate.MutableFeatureGate, kubeconfig string, done bool, err error) {
+	gates = featuregate.NewFeatureGate()
 	if err := gates.Add(opts.FeatureGates); err != nil {
-		return fmt.Errorf("registering feature gates: %w", err)
+		return cfg, nil, "", false, fmt.Errorf("registering feature gates: %w", err)
 	}
 	if err := withClientGates(gates); err != nil {
-		return fmt.Errorf("registering client-go's feature gates: %w", err)
+		return cfg, nil, "", false, fmt.Errorf("registering client-go's feature gates: %w", err)
 	}
 	fs := pflag.NewFlagSet(opts.Name, pflag.ContinueOnError)
 	cfg.bindFlags(fs, opts.Name, gates, opts.QPS, opts.Burst)
-	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; empty = $KUBECONFIG or in-cluster")
+	kubeconfigFlag := fs.String("kubeconfig", "", "Path to a kubeconfig; empty = $KUBECONFIG or in-cluster")
 	showVersion := fs.Bool("version", false, "Print the version and exit")
 	if opts.Flags != nil {
 		opts.Flags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, nil, "", false, err
 	}
 	if *showVersion {
 		_, err := fmt.Fprintf(stdout, "%s %s\n", opts.Name, version.String())
-		return err
+		return cfg, gates, "", true, err
 	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
+	return cfg, gates, *kubeconfigFlag, false, cfg.validate()
+}
+
+// startLogging sets controller-runtime's and klog's logger, and the Go memory limit from the
+// container's.
+func startLogging(opts Options, cfg Config) (logr.Logger, error) {
 	log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
-		return err
+		return log, err
 	}
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
@@ -119,51 +168,68 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	} else if limit > 0 {
 		log.Info("Go memory limit set from the container's", "bytes", limit, "share", memoryLimitShare)
 	}
+	return log, nil
+}
 
+// clientConfig is restCfg (or the one kubeconfig names) with the add-on's rate limits,
+// compression and user agent.
+func clientConfig(restCfg *rest.Config, kubeconfig string, opts Options, cfg Config) (*rest.Config, error) {
 	if restCfg == nil {
-		if restCfg, err = loadRESTConfig(*kubeconfig); err != nil {
-			return err
+		var err error
+		if restCfg, err = loadRESTConfig(kubeconfig); err != nil {
+			return nil, err
 		}
 	}
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
 	restCfg.DisableCompression = !cfg.Gzip
 	restCfg.UserAgent = "jobset-addons-" + opts.Name
+	return restCfg, nil
+}
 
+// runManager is the manager with what its later steps need of its making.
+type runManager struct {
+	ctrl.Manager
+	httpClient *http.Client
+	hookServer webhook.Server
+	uses       *usesCache
+}
+
+// newManager builds the manager: the scheme, one HTTP client (one connection) and one mapper
+// from the start (the kinds served are looked up once, and Setup's lookups find them known),
+// caches of the kinds served only, trimmed to the JobSets the add-on uses (Options.Uses).
+func newManager(ctx context.Context, opts Options, cfg Config, restCfg *rest.Config, log logr.Logger) (*runManager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	for _, add := range opts.AddToScheme {
 		if err := add(scheme); err != nil {
-			return fmt.Errorf("building scheme: %w", err)
+			return nil, fmt.Errorf("building scheme: %w", err)
 		}
 	}
-
-	// One HTTP client (one connection) and one mapper from the start: the kinds served are
-	// looked up once, and Setup's lookups find them known.
 	httpClient, err := rest.HTTPClientFor(restCfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(restCfg, httpClient)
 	if err != nil {
-		return fmt.Errorf("discovering the API: %w", err)
+		return nil, fmt.Errorf("discovering the API: %w", err)
 	}
 	byObject, err := servedOnly(mapper, scheme, opts.Cache, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var uses *usesCache
+	m := &runManager{httpClient: httpClient}
 	if opts.Uses != nil {
-		uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait}
-		byObject = uses.withUses(byObject)
+		m.uses = &usesCache{uses: opts.Uses, waitUpTo: jobSetWait, elsewhere: newElsewhere()}
+		byObject = m.uses.withUses(byObject)
 	}
-	hookServer := webhook.NewServer(webhook.Options{
+	m.hookServer = webhook.NewServer(webhook.Options{
 		Host:    cfg.WebhookHost,
 		Port:    cfg.WebhookPort,
 		CertDir: cfg.CertDir,
 		TLSOpts: []func(*tls.Config){webhookTLS},
 	})
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	m.Manager, err = ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
 		MapperProvider:                func(*rest.Config, *http.Client) (apimeta.RESTMapper, error) { return mapper, nil },
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
@@ -183,50 +249,72 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 		Client:        client.Options{HTTPClient: httpClient},
-		WebhookServer: hookServer,
+		WebhookServer: m.hookServer,
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if uses != nil {
-		if err := uses.from(ctx, mgr.GetCache()); err != nil {
-			return err
+	if m.uses != nil {
+		if err := m.uses.from(ctx, m.GetCache()); err != nil {
+			return nil, err
 		}
 	}
+	return m, nil
+}
 
+// readiness is what /readyz waits for: the certificates, then the webhook server.
+type readiness struct {
+	certs   <-chan struct{}
+	started atomic.Pointer[healthz.Checker]
+}
+
+// addChecks sets up the certificates and adds /healthz and the webhooks' /readyz check.
+func addChecks(mgr ctrl.Manager, opts Options, cfg Config) (*readiness, error) {
 	certsReady, err := setupCertificates(mgr, opts, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
-	// The webhook server joins the manager only once the certificate exists: controller-runtime
-	// adds it on the first GetWebhookServer call, and it cannot start without tls.crt.
-	var webhookStarted atomic.Pointer[healthz.Checker]
-	if err := mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
+	r := &readiness{certs: certsReady}
+	return r, mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
 		select {
-		case <-certsReady:
+		case <-r.certs:
 		default:
 			return errors.New("webhook certificates are not ready")
 		}
 		if !opts.webhooks() {
 			return nil
 		}
-		started := webhookStarted.Load()
+		started := r.started.Load()
 		if started == nil {
 			return errors.New("webhook server is not started")
 		}
 		return (*started)(req)
-	}); err != nil {
-		return err
-	}
+	})
+}
 
-	// The manager runs until the signal, plus --shutdown-delay during which /readyz fails
-	// while everything else still serves.
-	signalled := ctx
+// serveWebhooks adds the webhook server to the manager once the certificate exists:
+// controller-runtime adds it on the first GetWebhookServer call, and it cannot start without
+// tls.crt.
+func (r *readiness) serveWebhooks(ctx context.Context, mgr ctrl.Manager, opts Options) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-r.certs:
+	}
+	if opts.webhooks() {
+		// The manager's first GetWebhookServer adds the server, which starts at once.
+		started := mgr.GetWebhookServer().StartedChecker()
+		r.started.Store(&started)
+	}
+}
+
+// withShutdownDelay is the context the manager runs in: done --shutdown-delay after the
+// signal (signalled), during which /readyz fails while everything else still serves.
+func withShutdownDelay(signalled context.Context, mgr ctrl.Manager, cfg Config, log logr.Logger) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(signalled))
-	defer cancel()
 	var stopping atomic.Bool
 	if err := mgr.AddReadyzCheck("shutdown", func(*http.Request) error {
 		if stopping.Load() {
@@ -234,7 +322,8 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 		return nil
 	}); err != nil {
-		return err
+		cancel()
+		return nil, nil, err
 	}
 	go func() {
 		select {
@@ -254,42 +343,37 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 		}
 		cancel()
 	}()
-	eventBroadcaster, err := startEvents(ctx, restCfg, httpClient, cfg.EventQPS, cfg.EventBurst)
-	if err != nil {
-		return err
-	}
-	defer eventBroadcaster.Shutdown()
-	// Setup runs on a manager that is not started: controller-runtime holds the manager's lock
-	// while it starts the caches and waits for them, so that what Setup would add once started
-	// (informers, controllers) would wait for the informers made before it, and list after them.
-	if opts.Setup != nil {
-		if err := opts.Setup(ctx, setupManager{Manager: mgr, broadcaster: eventBroadcaster, webhooks: hookServer}, gates); err != nil {
-			return fmt.Errorf("setting up controllers and webhooks: %w", err)
-		}
-	}
-	log.Info("Controllers and webhooks registered", "featureGates", enabledGates(gates, opts.FeatureGates), "clientGates", changedClientGates())
-	go func() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-certsReady:
-		}
-		if opts.webhooks() {
-			// The manager's first GetWebhookServer adds the server, which starts at once.
-			started := mgr.GetWebhookServer().StartedChecker()
-			webhookStarted.Store(&started)
-		}
-	}()
-
-	log.Info("Starting manager", "leaderElection", cfg.LeaderElect, "leaseID", cfg.LeaderElectionID)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running manager: %w", err)
-	}
-	log.Info("Stopped")
-	return nil
+	return ctx, cancel, nil
 }
 
-// setupCertificates returns a channel closed once the webhook server may serve.
+// setup starts the Events, adds the leader's "managed elsewhere" Events and runs the
+// controller's Setup. Setup runs on a manager that is not started: controller-runtime holds
+// the manager's lock while it starts the caches and waits for them, so that what Setup would
+// add once started (informers, controllers) would wait for the informers made before it, and
+// list after them.
+func (m *runManager) setup(ctx context.Context, opts Options, cfg Config, gates featuregate.FeatureGate, restCfg *rest.Config) (stop func(), err error) {
+	eventBroadcaster, eventsClient, err := startEvents(ctx, restCfg, m.httpClient, cfg.EventQPS, cfg.EventBurst)
+	if err != nil {
+		return nil, err
+	}
+	if m.uses != nil {
+		// The leader tells of the JobSets managed elsewhere that use the add-on (JobSetsUsing).
+		if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return m.uses.elsewhere.run(ctx, eventsClient, opts.Name+"."+contract.Domain)
+		})); err != nil {
+			eventBroadcaster.Shutdown()
+			return nil, err
+		}
+	}
+	if opts.Setup != nil {
+		if err := opts.Setup(ctx, setupManager{Manager: m.Manager, broadcaster: eventBroadcaster, webhooks: m.hookServer}, gates); err != nil {
+			eventBroadcaster.Shutdown()
+			return nil, fmt.Errorf("setting up controllers and webhooks: %w", err)
+		}
+	}
+	return eventBroadcaster.Shutdown, nil
+}
+
 func setupCertificates(mgr ctrl.Manager, opts Options, cfg Config) (<-chan struct{}, error) {
 	ready := make(chan struct{})
 	if !opts.webhooks() || cfg.CertMode == CertModeExternal {

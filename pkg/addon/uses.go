@@ -26,10 +26,12 @@ const jobSetWait = 30 * time.Second
 // (they cannot be selected by their JobSet's annotations), and at 1,000 JobSets using the
 // add-ons beside 1,000 that did not, half of the cached Jobs were the latter's (make bench-scale).
 type usesCache struct {
-	uses     func(*jobsetv1alpha2.JobSet) bool
-	jobSets  atomic.Pointer[jobSetStore]
-	waited   atomic.Bool
-	waitUpTo time.Duration
+	uses func(*jobsetv1alpha2.JobSet) bool
+	// elsewhere tells of the JobSets managed elsewhere that use the add-on (JobSetsUsing).
+	elsewhere *elsewhere
+	jobSets   atomic.Pointer[jobSetStore]
+	waited    atomic.Bool
+	waitUpTo  time.Duration
 }
 
 type jobSetStore struct {
@@ -40,7 +42,11 @@ type jobSetStore struct {
 // withUses trims byObject's JobSets and Jobs (if Jobs are cached) by uses.
 func (u *usesCache) withUses(byObject map[client.Object]cache.ByObject) map[client.Object]cache.ByObject {
 	out := make(map[client.Object]cache.ByObject, len(byObject)+1)
-	jobSets := JobSetsUsing(u.uses)
+	var tell func(*jobsetv1alpha2.JobSet)
+	if u.elsewhere != nil {
+		tell = u.elsewhere.Add
+	}
+	jobSets := jobSetsUsing(u.uses, tell)
 	for obj, by := range byObject {
 		switch obj.(type) {
 		case *jobsetv1alpha2.JobSet:
@@ -75,6 +81,18 @@ func (u *usesCache) from(ctx context.Context, c cache.Cache) error {
 		return fmt.Errorf("the JobSets' informer (%T) has no store", inf)
 	}
 	u.jobSets.Store(&jobSetStore{store: s.GetStore(), synced: inf.HasSyncedChecker()})
+	if u.elsewhere != nil {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if js, ok := o.(*jobsetv1alpha2.JobSet); ok {
+				u.elsewhere.Forget(js.UID)
+			}
+		}}); err != nil {
+			return fmt.Errorf("watching JobSets' deletions: %w", err)
+		}
+	}
 	return nil
 }
 

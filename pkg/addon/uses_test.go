@@ -5,15 +5,13 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -44,20 +42,17 @@ func TestUsesTrimsJobsOfOtherJobSets(t *testing.T) {
 	}
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	for _, js := range []*jobsetv1alpha2.JobSet{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ours", UID: "u-ours", Annotations: map[string]string{"mine": "yes"}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "u-other"}},
+		addontest.JobSet("ns", "ours").UID("u-ours").Annotation("mine", "yes").Obj(),
+		addontest.JobSet("ns", "other").UID("u-other").Obj(),
 	} {
 		if err := store.Add(js); err != nil {
 			t.Fatal(err)
 		}
 	}
 	job := func(jobSet string, uid types.UID) *batchv1.Job {
-		return &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: jobSet + "-w-0", Labels: map[string]string{
-				contract.JobSetNameLabelKey: jobSet, contract.JobSetUIDLabelKey: string(uid)}, Annotations: map[string]string{contract.TemplatesAnnotationKey: "[]"}},
-			Spec:   batchv1.JobSpec{Parallelism: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}},
-			Status: batchv1.JobStatus{Succeeded: 2},
-		}
+		js := addontest.JobSet("ns", jobSet).ReplicatedJobs(addontest.ReplicatedJob("w").Parallelism(2)).Obj()
+		return addontest.Job(js, "w", 0).Label(contract.JobSetUIDLabelKey, string(uid)).
+			Annotation(contract.TemplatesAnnotationKey, "[]").Succeeded(2).Obj()
 	}
 	// Before the manager gives the store: every Job is kept.
 	if got, _ := jobs.Transform(job("other", "u-other")); got.(*batchv1.Job).Spec.Parallelism == nil {

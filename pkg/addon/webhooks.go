@@ -1,11 +1,15 @@
 package addon
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Paths at which every add-on serves its JobSet webhooks: the chart's webhook configurations
@@ -19,14 +23,19 @@ const (
 
 // RegisterJobSetWebhooks serves, on mgr's webhook server, hook as the mutating webhook at
 // MutateJobSetPath and as the validating webhook at ValidateJobSetPath. obj is an empty
-// JobSet; the manager's scheme must know its type. (This package does not import the JobSet
-// API: the type comes from the caller.)
+// JobSet; the manager's scheme must know its type.
+//
+// The mutating webhook leaves alone a JobSet managed elsewhere (contract.ManagedElsewhere, in
+// MultiKueue's manager cluster): MultiKueue copies its labels, annotations and spec as they are
+// to the worker cluster, with spec.managedBy cleared, and the worker's webhooks give that copy
+// what a JobSet created there gets, from the worker's own settings. The validating webhook
+// validates it as ever, so that a bad annotation is refused where the user wrote it.
 func RegisterJobSetWebhooks[T runtime.Object](mgr ctrl.Manager, obj T, hook interface {
 	admission.Defaulter[T]
 	admission.Validator[T]
 }) error {
 	err := ctrl.NewWebhookManagedBy(mgr, obj).
-		WithDefaulter(hook).
+		WithDefaulter(hereOnly[T]{hook}).
 		WithDefaulterCustomPath(MutateJobSetPath).
 		WithValidator(hook).
 		WithValidatorCustomPath(ValidateJobSetPath).
@@ -35,4 +44,15 @@ func RegisterJobSetWebhooks[T runtime.Object](mgr ctrl.Manager, obj T, hook inte
 		return fmt.Errorf("registering the JobSet webhooks: %w", err)
 	}
 	return nil
+}
+
+// hereOnly defaults only the JobSets of this cluster: it leaves a JobSet managed elsewhere as
+// it is.
+type hereOnly[T runtime.Object] struct{ admission.Defaulter[T] }
+
+func (d hereOnly[T]) Default(ctx context.Context, obj T) error {
+	if js, ok := any(obj).(*jobsetv1alpha2.JobSet); ok && contract.ManagedElsewhere(js.Spec.ManagedBy) {
+		return nil
+	}
+	return d.Defaulter.Default(ctx, obj)
 }

@@ -153,10 +153,10 @@ func TestInvalidValues(t *testing.T) {
 			value:    `[{"targetReplicatedJobs":["node"]}]`,
 			wantErrs: []fieldErr{{required, pol + "[0].templates"}},
 		},
-		"policies: template without storage request or access modes": {
+		"policies: template without storage request (access modes are the API server's)": {
 			parser:   policiesParser,
 			value:    `[{"templates":[{"metadata":{"name":"data"},"spec":{"storageClassName":"fast"}}]}]`,
-			wantErrs: []fieldErr{{required, pol + "[0].templates[0].spec.accessModes"}, {required, pol + "[0].templates[0].spec.resources.requests[storage]"}},
+			wantErrs: []fieldErr{{required, pol + "[0].templates[0].spec.resources.requests[storage]"}},
 		},
 		"policies: malformed quantity": {
 			parser:   policiesParser,
@@ -178,7 +178,6 @@ func TestInvalidValues(t *testing.T) {
 				{notSupported, pol + "[1].extra"},
 				{duplicate, pol + "[0].targetReplicatedJobs[1]"},
 				{forbidden, pol + "[0].templates[0].metadata.namespace"},
-				{notSupported, pol + "[0].templates[0].spec.accessModes[0]"},
 				{notSupported, pol + "[0].retentionPolicy.whenComplete"},
 				{notSupported, pol + "[0].retentionPolicy.whenDeleted"},
 				{required, pol + "[1].templates"},

@@ -41,6 +41,12 @@ const (
 // Upstream keys. These are JobSet's and batch/v1's own keys, redeclared here so that no
 // controller needs to import sigs.k8s.io/jobset to read them.
 const (
+	// JobSetControllerManagedBy is the value of a JobSet's spec.managedBy that names upstream
+	// JobSet's own controller (JobSet's JobSetControllerName). A JobSet whose spec.managedBy is
+	// unset or this value is the cluster's to act on; any other value names a controller that
+	// runs the JobSet elsewhere (MultiKueue's manager cluster keeps such copies, with
+	// `kueue.x-k8s.io/multikueue`), and no add-on acts on it here (ManagedElsewhere).
+	JobSetControllerManagedBy = "jobset.sigs.k8s.io/jobset-controller"
 	// JobSetNameLabelKey is upstream JobSet's label holding the JobSet name. JobSet writes it on
 	// Jobs and Pods; the add-ons also write it on every object they create (PVCs, ResourceClaims,
 	// PodGroups), so that `kubectl get pvc -l jobset.sigs.k8s.io/jobset-name=NAME` works.

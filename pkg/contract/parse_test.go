@@ -150,7 +150,7 @@ func TestKeys(t *testing.T) {
 		"CompositeAnnotationKey":   CompositeAnnotationKey, "PerJobPodGroupAnnotationKey": PerJobPodGroupAnnotationKey,
 		"VolumeClaimsManagedByValue": VolumeClaimsManagedByValue, "ResourceClaimsManagedByValue": ResourceClaimsManagedByValue,
 		"SequencerManagedByValue": SequencerManagedByValue, "PodGroupsManagedByValue": PodGroupsManagedByValue,
-		"EnabledValue": EnabledValue, "Domain": Domain,
+		"EnabledValue": EnabledValue, "Domain": Domain, "JobSetControllerManagedBy": JobSetControllerManagedBy,
 	}
 	seen := 0
 	for _, decl := range file.Decls {

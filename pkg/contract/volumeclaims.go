@@ -31,8 +31,10 @@ type VolumeClaimPolicy struct {
 	// Templates are the PVCs to make. metadata.name is the name of the volumeMount (and of the
 	// pod volume the webhook adds): required, a DNS-1123 label, unique across all the policies of
 	// the annotation. metadata may also set labels and annotations, nothing else (no namespace).
-	// spec needs accessModes and resources.requests.storage; status must be empty; apiVersion and
-	// kind may be left out or be v1 and PersistentVolumeClaim. At least one template is required.
+	// spec needs resources.requests.storage; the rest of it is the API server's to judge (the
+	// volumeclaims webhook has it check each template's PVC by a dry-run create). status must be
+	// empty; apiVersion and kind may be left out or be v1 and PersistentVolumeClaim. At least one
+	// template is required.
 	Templates []corev1.PersistentVolumeClaim `json:"templates"`
 
 	// RetentionPolicy says when the PVCs are deleted. The parser fills in every default.
@@ -134,20 +136,13 @@ func ParseVolumeClaimPolicies(value string, path *field.Path) ([]VolumeClaimPoli
 	return policies, joinErrors(decodeErrs, errs)
 }
 
-// validateVolumeClaimTemplate checks one PVC template.
+// validateVolumeClaimTemplate checks one PVC template: what only the annotation has (no
+// namespace, no status), and the storage request, whose path the API server gives less exactly
+// (spec.resources[storage]). The spec's other fields are the API server's to judge.
 func validateVolumeClaimTemplate(pvc *corev1.PersistentVolumeClaim, path *field.Path) field.ErrorList {
 	errs := validateTypeMeta(pvc.TypeMeta, path, "v1", "PersistentVolumeClaim")
 	errs = append(errs, validateTemplateMetadata(pvc.ObjectMeta, path.Child("metadata"))...)
 	spec := path.Child("spec")
-	if len(pvc.Spec.AccessModes) == 0 {
-		errs = append(errs, field.Required(spec.Child("accessModes"), "at least one access mode is required"))
-	}
-	supported := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
-	for k, m := range pvc.Spec.AccessModes {
-		if !slices.Contains(supported, m) {
-			errs = append(errs, field.NotSupported(spec.Child("accessModes").Index(k), m, supported))
-		}
-	}
 	if _, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
 		errs = append(errs, field.Required(spec.Child("resources", "requests").Key(string(corev1.ResourceStorage)), ""))
 	}

@@ -4,8 +4,6 @@
 package kind_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -19,10 +17,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if testenv, kb, err = kindbed.Environment(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(testenv.Run(m))
+	kindbed.RunTests(m, func(e env.Environment, c kindbed.Config) { testenv, kb = e, c })
 }

@@ -26,7 +26,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -48,7 +47,7 @@ func TestChaos(t *testing.T) {
 		var mu sync.Mutex
 		kills := map[string][2]int{} // add-on: total kills, of which the leader
 		done := make(chan struct{})
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			wg.Go(func() {
 				r := replicas[name]
 				for range chaosKills {
@@ -86,10 +85,7 @@ func TestChaos(t *testing.T) {
 		start := time.Now()
 		var refusedTries int
 		for i := range chaosJobSets {
-			js, err := mixJobSet(ns, i)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, i)
 			failed, _, err := createRetrying(ctx, c, js, 2*time.Minute)
 			refusedTries += failed
 			if err != nil {
@@ -102,7 +98,7 @@ func TestChaos(t *testing.T) {
 		wg.Wait() // every kill done and every replica back
 		t.Logf("all %d JobSets Completed in %s; create calls refused while a webhook was unreachable: %d",
 			chaosJobSets, completedIn.Round(time.Second), refusedTries)
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			t.Logf("%-15s killed %d times (%d of them the leader)", name, kills[name][0], kills[name][1])
 			if kills[name][0] != chaosKills {
 				t.Errorf("%s was killed %d times, not %d", name, kills[name][0], chaosKills)
@@ -378,7 +374,7 @@ func checkPods(ctx context.Context, t *testing.T, c client.Client, ns string, n 
 				}) {
 				t.Errorf("pod %s has claims %+v, want dev from %s", p.Name, p.Spec.ResourceClaims, claim)
 			}
-			if want := map[int]string{1: testbed.VolcanoSchedulerName, 2: testbed.CoschedulingSchedulerName}[i%shapes]; want != "" &&
+			if want := map[int]string{1: framework.VolcanoSchedulerName, 2: framework.CoschedulingSchedulerName}[i%shapes]; want != "" &&
 				(p.Spec.SchedulerName != want || p.Annotations[contract.VolcanoGroupNameAnnotationKey]+p.Labels[contract.CoschedulingPodGroupLabelKey] == "") {
 				t.Errorf("pod %s has scheduler %q and no gang (annotations %v, labels %v), want %s", p.Name, p.Spec.SchedulerName, p.Annotations, p.Labels, want)
 			}
@@ -424,7 +420,7 @@ type creates struct {
 // createsIn reads the add-ons' creates in ns since since from the apiserver's audit log.
 func createsIn(t *testing.T, ns string, since time.Time) creates {
 	t.Helper()
-	audit, err := testbed.AuditCreates(tb, since)
+	audit, err := framework.AuditCreates(tb, since)
 	if err != nil {
 		t.Fatal(err)
 	}

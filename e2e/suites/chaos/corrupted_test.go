@@ -15,7 +15,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -90,20 +89,17 @@ func TestCorruptedAfterAdmission(t *testing.T) {
 			}
 			c := framework.Client(t, cfg)
 			ns := newNamespace(ctx, t, c, "corrupt-"+k.addon[:4])
-			js, err := mixJobSet(ns, k.shape)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, k.shape)
 			js.Name = "cv-" + map[string]string{"volumeclaims": "vc", "resourceclaims": "rc", "sequencer": "sq", "podgroups": "pg"}[k.addon]
 			for i := range js.Spec.ReplicatedJobs { // long enough to corrupt it while it runs
-				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "5m"
+				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = "5m"
 			}
 			framework.CreateAll(ctx, t, c, js)
 			framework.Eventually(ctx, t, time.Minute, "the add-on's objects", func(ctx context.Context) (bool, string, error) {
 				err := k.intact(ctx, c, js)
 				return err == nil, fmt.Sprint(err), nil
 			})
-			if err := testbed.EditInEtcd(ctx, tb, "jobset.x-k8s.io/jobsets/"+ns+"/"+js.Name, func(obj map[string]any) error {
+			if err := framework.EditInEtcd(ctx, tb, "jobset.x-k8s.io/jobsets/"+ns+"/"+js.Name, func(obj map[string]any) error {
 				k.corrupt(obj)
 				return nil
 			}); err != nil {

@@ -48,10 +48,7 @@ func TestConfusedDeputy(t *testing.T) {
 			t.Fatal(err)
 		}
 		// RBAC holds: alice may not create in B at all (retried while the binding propagates).
-		js, err := mixJobSet(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := mixJobSet(b, 0)
 		if err := alice.Create(ctx, js); !apierrors.IsForbidden(err) {
 			t.Fatalf("alice created a JobSet in %s: %v", b, err)
 		}
@@ -62,7 +59,7 @@ func TestConfusedDeputy(t *testing.T) {
 			path string
 		}{{
 			"a PVC template in B", func() *jobsetv1alpha2.JobSet {
-				js, _ := mixJobSet(a, 0)
+				js := mixJobSet(a, 0)
 				js.Name = "pvc-into-b"
 				js.Annotations[contract.PoliciesAnnotationKey] = strings.Replace(js.Annotations[contract.PoliciesAnnotationKey],
 					"{metadata: {name: data}", "{metadata: {name: data, namespace: "+b+"}", 1)
@@ -70,7 +67,7 @@ func TestConfusedDeputy(t *testing.T) {
 			}, "metadata.annotations[volumeclaims.jobset-addons.io/policies][0].templates[0].metadata.namespace",
 		}, {
 			"a claim template in B", func() *jobsetv1alpha2.JobSet {
-				js, _ := mixJobSet(a, 0)
+				js := mixJobSet(a, 0)
 				js.Name = "claim-into-b"
 				tmpl := js.Spec.ReplicatedJobs[0].Template.Annotations
 				tmpl[contract.TemplatesAnnotationKey] = strings.Replace(tmpl[contract.TemplatesAnnotationKey], "{name: dev}", "{name: dev, namespace: "+b+"}", 1)
@@ -85,10 +82,7 @@ func TestConfusedDeputy(t *testing.T) {
 		}
 		// What alice may create makes its objects in A.
 		for i := range shapes {
-			js, err := mixJobSet(a, i)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(a, i)
 			if err := alice.Create(ctx, js); err != nil {
 				t.Fatalf("alice creating %s: %v", js.Name, err)
 			}

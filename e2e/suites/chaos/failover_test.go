@@ -19,7 +19,6 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -42,11 +41,7 @@ func TestLeaderFailover(t *testing.T) {
 			n := 0 // JobSets created
 			defer func() { loaded <- n }()
 			for load.Err() == nil {
-				js, err := mixJobSet(ns, n)
-				if err == nil {
-					_, _, err = createRetrying(load, c, js, time.Minute)
-				}
-				if err != nil {
+				if _, _, err := createRetrying(load, c, mixJobSet(ns, n), time.Minute); err != nil {
 					if load.Err() == nil {
 						t.Errorf("load: %v", err)
 					}
@@ -60,14 +55,11 @@ func TestLeaderFailover(t *testing.T) {
 
 		type result struct{ lease, acted time.Duration }
 		results := map[string]result{}
-		for k, name := range testbed.Addons {
+		for k, name := range framework.Addons {
 			r := replicas[name]
 			leader := waitLeader(ctx, t, r)
 			oldHolder := leaseHolder(ctx, t, c, name)
-			js, err := mixJobSet(ns, 1000+k*shapes+map[string]int{"volumeclaims": 0, "resourceclaims": 0, "sequencer": 1, "podgroups": 1}[name])
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := mixJobSet(ns, 1000+k*shapes+map[string]int{"volumeclaims": 0, "resourceclaims": 0, "sequencer": 1, "podgroups": 1}[name])
 			killed := time.Now()
 			if err := r.Kill(leader); err != nil {
 				t.Fatal(err)
@@ -98,7 +90,7 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		stopLoad()
 		n := <-loaded
-		waitAllCompleted(ctx, t, c, ns, n+len(testbed.Addons), 10*time.Minute)
+		waitAllCompleted(ctx, t, c, ns, n+len(framework.Addons), 10*time.Minute)
 		cr := createsIn(t, ns, since)
 		for k, count := range cr.made {
 			if count != 1 {
@@ -113,7 +105,7 @@ func TestLeaderFailover(t *testing.T) {
 }
 
 // waitLeader waits until one replica of r says it leads.
-func waitLeader(ctx context.Context, t *testing.T, r *testbed.AddonReplicas) int {
+func waitLeader(ctx context.Context, t *testing.T, r *framework.AddonReplicas) int {
 	t.Helper()
 	var leader int
 	framework.Eventually(ctx, t, time.Minute, r.Name+" has a leader", func(ctx context.Context) (bool, string, error) {
@@ -127,7 +119,7 @@ func waitLeader(ctx context.Context, t *testing.T, r *testbed.AddonReplicas) int
 // leaseHolder is the holder of the add-on's leader election Lease.
 func leaseHolder(ctx context.Context, t *testing.T, c client.Client, name string) string {
 	var l coordinationv1.Lease
-	if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.AddonNamespace, Name: name + ".jobset-addons.io"}, &l); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: framework.AddonNamespace, Name: name + ".jobset-addons.io"}, &l); err != nil {
 		t.Logf("lease of %s: %v", name, err)
 		return ""
 	}

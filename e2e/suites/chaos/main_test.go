@@ -28,14 +28,13 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 var (
 	testenv env.Environment
-	tb      testbed.Config
+	tb      framework.Config
 	// replicas of each add-on, by name.
-	replicas = map[string]*testbed.AddonReplicas{}
+	replicas = map[string]*framework.AddonReplicas{}
 	// namespaces the tests made, deleted when the suite finishes.
 	namespaces []string
 )
@@ -87,22 +86,22 @@ func envInt(key string, def int) int {
 
 func TestMain(m *testing.M) {
 	var err error
-	if tb, err = testbed.DefaultConfig(); err != nil {
+	if tb, err = framework.DefaultConfig(); err != nil {
 		panic(err)
 	}
 	e := framework.NewEnvironment()
 	e.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		if err := testbed.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
+		if err := framework.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		}); err != nil {
 			return ctx, err
 		}
 		// More than every claim of the full run holds at once.
-		if err := testbed.PublishDevices(ctx, tb, deviceClass, 4); err != nil {
+		if err := framework.PublishDevices(ctx, tb, deviceClass, 4); err != nil {
 			return ctx, err
 		}
-		for _, name := range testbed.Addons {
-			r, err := testbed.StartAddonReplicas(ctx, tb, name, 2, nil, "--log-level=1")
+		for _, name := range framework.Addons {
+			r, err := framework.StartAddonReplicas(ctx, tb, name, 2, nil, "--log-level=1")
 			if err != nil {
 				return ctx, err
 			}

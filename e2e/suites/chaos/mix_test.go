@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -44,90 +44,55 @@ func jobSetName(i int) string {
 	return fmt.Sprintf("%s-%03d", []string{"sc", "sv", "sk", "fi"}[i%shapes], i)
 }
 
+// The policies and claim templates of the mix, as the annotations hold them: %[1]s is the
+// retention, %[2]s (ckptPolicy) the ReplicatedJob that gets per-pod ckpt PVCs.
 const (
-	dataPolicy = `
-      - templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]
-        retentionPolicy: {whenComplete: %[1]s}`
-	ckptPolicy = `
-      - targetReplicatedJobs: [%[2]s]
-        templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
-        retentionPolicy: {whenComplete: %[1]s}`
-	claimTemplates = `
-          resourceclaims.jobset-addons.io/templates: |
-            - metadata: {name: dev}
-              spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + deviceClass + `}}]}}
-              whenJobFinished: %[1]s`
+	dataPolicy = `- templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]
+  retentionPolicy: {whenComplete: %[1]s}
+`
+	ckptPolicy = `- targetReplicatedJobs: [%[2]s]
+  templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
+  retentionPolicy: {whenComplete: %[1]s}
+`
+	claimTemplates = `- metadata: {name: dev}
+  spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + deviceClass + `}}]}}
+  whenJobFinished: %[1]s
+`
 )
 
-// replicated is one ReplicatedJob of jobs Jobs of pods Indexed pods each (2 s runs), mounting
-// mounts, with extra template annotations (indented YAML lines).
-func replicated(name string, jobs, pods int, annotations string, mounts ...string) string {
-	var vm string
-	for _, m := range mounts {
-		vm += fmt.Sprintf("{name: %s, mountPath: /%s}, ", m, m)
-	}
-	meta := ""
-	if annotations != "" {
-		meta = "\n      metadata:\n        annotations:" + annotations
-	}
-	return fmt.Sprintf(`
-  - name: %s
-    replicas: %d
-    template:%s
-      spec:
-        parallelism: %d
-        completions: %d
-        completionMode: Indexed
-        backoffLimit: 0
-        template:
-          metadata: {annotations: {pod-complete.stage.kwok.x-k8s.io/delay: 2s}}
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: main
-              image: busybox
-              resources: {requests: {cpu: 100m}}
-              volumeMounts: [%s]`, name, jobs, meta, pods, pods, strings.TrimSuffix(vm, ", "))
+// replicated is one ReplicatedJob of jobs Jobs of pods Indexed pods each (2 s runs, 100m CPU),
+// mounting mounts.
+func replicated(name string, jobs, pods int, mounts ...string) *addontest.ReplicatedJobWrapper {
+	return addontest.ReplicatedJob(name).Replicas(int32(jobs)).Pods(int32(pods)).Requests("100m", "").
+		PodAnnotation(framework.DelayAnnotationKey, "2s").Mount(mounts...)
 }
 
 // mixJobSet is JobSet i of the mix in namespace ns.
-func mixJobSet(ns string, i int) (*jobsetv1alpha2.JobSet, error) {
+func mixJobSet(ns string, i int) *jobsetv1alpha2.JobSet {
 	ret := retention(i)
-	var annotations, rjobs string
 	policies := func(ps ...string) string {
-		return "\n    " + contract.PoliciesAnnotationKey + ": |" + fmt.Sprintf(strings.Join(ps, ""), ret, "worker", "train")
+		return fmt.Sprintf(strings.Join(ps, ""), ret, "worker", "train")
 	}
+	claims := fmt.Sprintf(claimTemplates, ret)
+	js := addontest.JobSet(ns, jobSetName(i))
 	switch i % shapes {
 	case 0:
-		annotations = policies(dataPolicy, ckptPolicy)
-		rjobs = replicated("worker", 2, 2, fmt.Sprintf(claimTemplates, ret), "data", "ckpt")
+		js.Annotation(contract.PoliciesAnnotationKey, policies(dataPolicy, ckptPolicy)).ReplicatedJobs(
+			replicated("worker", 2, 2, "data", "ckpt").JobAnnotation(contract.TemplatesAnnotationKey, claims))
 	case 1:
-		annotations = "\n    " + contract.ExecutionPolicyAnnotationKey + ": InOrder\n    " + contract.SchedulerAnnotationKey + ": volcano"
-		rjobs = replicated("init", 1, 1, "") + replicated("train", 2, 2, "")
+		js.InOrder().Annotation(contract.SchedulerAnnotationKey, "volcano").
+			ReplicatedJobs(replicated("init", 1, 1), replicated("train", 2, 2))
 	case 2:
-		annotations = "\n    " + contract.ExecutionPolicyAnnotationKey + ": InOrder\n    " + contract.SchedulerAnnotationKey + ": coscheduling" +
-			policies(strings.ReplaceAll(ckptPolicy, "%[2]s", "%[3]s"))
-		rjobs = replicated("init", 1, 1, "") + replicated("train", 2, 2, "", "ckpt")
+		js.InOrder().Annotation(contract.SchedulerAnnotationKey, "coscheduling").
+			Annotation(contract.PoliciesAnnotationKey, policies(strings.ReplaceAll(ckptPolicy, "%[2]s", "%[3]s"))).
+			ReplicatedJobs(replicated("init", 1, 1), replicated("train", 2, 2, "ckpt"))
 	case 3:
-		annotations = policies(dataPolicy)
-		dependsOn := "\n          " + contract.DependsOnAnnotationKey + ": '[{name: a, status: Complete}, {name: b, status: Complete}]'"
-		rjobs = replicated("a", 1, 1, "", "data") + replicated("b", 1, 1, "", "data") +
-			replicated("c", 2, 1, dependsOn+fmt.Sprintf(claimTemplates, ret), "data")
+		js.Annotation(contract.PoliciesAnnotationKey, policies(dataPolicy)).ReplicatedJobs(
+			replicated("a", 1, 1, "data"), replicated("b", 1, 1, "data"),
+			replicated("c", 2, 1, "data").DependsOnAnnotation("[{name: a, status: Complete}, {name: b, status: Complete}]").
+				JobAnnotation(contract.TemplatesAnnotationKey, claims))
 	}
-	doc := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: %s
-  namespace: %s
-  annotations:%s
-spec:
-  replicatedJobs:%s
-`, jobSetName(i), ns, annotations, rjobs)
-	js := &jobsetv1alpha2.JobSet{}
-	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
-		return nil, fmt.Errorf("JobSet %d: %w\n%s", i, err, doc)
-	}
-	return js, nil
+	return js.Obj()
 }
 
 // stagesOf are the ReplicatedJobs of JobSet i in the order they must run; one stage for shape 0.
@@ -189,10 +154,7 @@ func probeAll(ctx context.Context, cfg *envconf.Config) error {
 	if err != nil {
 		return err
 	}
-	js, err := mixJobSet(corev1.NamespaceDefault, 2)
-	if err != nil {
-		return err
-	}
+	js := mixJobSet(corev1.NamespaceDefault, 2)
 	if err := c.Create(ctx, js, client.DryRunAll); err != nil {
 		return err
 	}

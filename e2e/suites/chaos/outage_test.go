@@ -14,10 +14,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // TestWebhookOutage makes every add-on's webhooks unreachable (each Front refuses connections)
@@ -54,11 +53,7 @@ func TestWebhookOutage(t *testing.T) {
 			i := mixN
 			mixN++
 			wg.Go(func() {
-				js, err := mixJobSet(ns, i)
-				if err != nil {
-					t.Error(err)
-					return
-				}
+				js := mixJobSet(ns, i)
 				failed, first, err := createRetrying(ctx, c, js, outage+time.Minute)
 				if err != nil {
 					t.Errorf("creating %s: %v", js.Name, err)
@@ -77,7 +72,7 @@ func TestWebhookOutage(t *testing.T) {
 		for range 4 { // admitted just before: their Jobs and pods are made during the outage
 			tick()
 		}
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			replicas[name].Front.Pause()
 		}
 		phase = "during"
@@ -86,7 +81,7 @@ func TestWebhookOutage(t *testing.T) {
 			tick()
 			time.Sleep(time.Second)
 		}
-		for _, name := range testbed.Addons {
+		for _, name := range framework.Addons {
 			if err := replicas[name].Front.Resume(); err != nil {
 				t.Fatal(err)
 			}
@@ -147,12 +142,7 @@ func TestWebhookOutage(t *testing.T) {
 
 // plainJobSet is a JobSet that uses no add-on: 2 pods of 2 s.
 func plainJobSet(ns string, i int) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{}
-	doc := fmt.Sprintf("metadata: {name: plain-%03d, namespace: %s}\nspec:\n  replicatedJobs:%s\n", i, ns, replicated("w", 1, 2, ""))
-	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
-		panic(err)
-	}
-	return js
+	return addontest.JobSet(ns, fmt.Sprintf("plain-%03d", i)).ReplicatedJobs(replicated("w", 1, 2)).Obj()
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -17,7 +17,6 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -37,7 +36,7 @@ func TestGangs(t *testing.T) {
 				q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "80"})
 				mk := func(name string) *jobsetv1alpha2.JobSet {
 					// One gang: init (1 pod) and train (1 Job of 3 pods), together.
-					return shape{name: name, queue: q.localQueue, scheduler: s, initRun: "3s", trainRun: "3s", trainJobs: 1, trainPods: 3, cpu: "20"}.jobSet(t, ns)
+					return shape{name: name, queue: q.localQueue, scheduler: s, initRun: "3s", trainRun: "3s", trainJobs: 1, trainPods: 3, cpu: "20"}.jobSet(ns)
 				}
 				a, b := mk("a"), mk("b")
 
@@ -111,7 +110,7 @@ func checkOneGang(ctx context.Context, t *testing.T, c client.Client, js *jobset
 		switch s {
 		case contract.SchedulerCoscheduling:
 			gang = p.Labels[contract.CoschedulingPodGroupLabelKey]
-			if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
+			if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
 				t.Errorf("pod %s: schedulerName %q", p.Name, p.Spec.SchedulerName)
 			}
 		case contract.SchedulerKubernetes:

@@ -21,10 +21,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -62,6 +61,9 @@ type queueOptions struct {
 	preempt bool
 	// tas makes a Topology of the testbed's levels (block, rack, host) for the flavor.
 	tas bool
+	// devices, when set, is the quota of the logical device resource quotaDevice (Kueue's
+	// deviceClassMappings map quotaClass to it).
+	devices string
 }
 
 // makeQueues creates the test's queues, deleted (the cluster-scoped ones) when the test ends.
@@ -75,19 +77,21 @@ func makeQueues(ctx context.Context, t *testing.T, c client.Client, ns string, o
 	if o.tas {
 		rf["topologyName"] = ns
 		objs = append(objs, kueueObject("Topology", "", ns, map[string]any{"levels": []any{
-			map[string]any{"nodeLabel": testbed.TopologyBlockLabel},
-			map[string]any{"nodeLabel": testbed.TopologyRackLabel},
-			map[string]any{"nodeLabel": testbed.TopologyHostLabel},
+			map[string]any{"nodeLabel": framework.TopologyBlockLabel},
+			map[string]any{"nodeLabel": framework.TopologyRackLabel},
+			map[string]any{"nodeLabel": framework.TopologyHostLabel},
 		}}))
+	}
+	covered, quotas := []any{"cpu"}, []any{map[string]any{"name": "cpu", "nominalQuota": o.cpu}}
+	if o.devices != "" {
+		covered = append(covered, quotaDevice)
+		quotas = append(quotas, map[string]any{"name": quotaDevice, "nominalQuota": o.devices})
 	}
 	cq := map[string]any{
 		"namespaceSelector": map[string]any{},
 		"resourceGroups": []any{map[string]any{
-			"coveredResources": []any{"cpu"},
-			"flavors": []any{map[string]any{
-				"name":      q.flavor,
-				"resources": []any{map[string]any{"name": "cpu", "nominalQuota": o.cpu}},
-			}},
+			"coveredResources": covered,
+			"flavors":          []any{map[string]any{"name": q.flavor, "resources": quotas}},
 		}},
 	}
 	if o.preempt {
@@ -150,95 +154,43 @@ type shape struct {
 	rack bool
 }
 
-func (s shape) jobSet(t *testing.T, ns string) *jobsetv1alpha2.JobSet {
-	t.Helper()
-	labels := queueNameLabel + ": " + s.queue
+// The policies and claim templates of an all-add-ons shape, as the annotations hold them.
+const (
+	shapePolicies = `- templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]
+  retentionPolicy: {whenComplete: Retain}
+- targetReplicatedJobs: [train]
+  templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
+  retentionPolicy: {whenComplete: Retain}
+`
+	shapeClaims = `- metadata: {name: dev}
+  spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + deviceClass + `}}]}}
+  whenJobFinished: Retain
+`
+)
+
+func (s shape) jobSet(ns string) *jobsetv1alpha2.JobSet {
+	js := addontest.JobSet(ns, s.name).Label(queueNameLabel, s.queue)
 	if s.priority != "" {
-		labels += "\n    " + priorityClassLabel + ": " + s.priority
+		js.Label(priorityClassLabel, s.priority)
 	}
-	var annotations, claims string
-	initMounts, trainMounts := "[]", "[]"
+	initJob := addontest.ReplicatedJob("init").Pods(1).Requests(s.cpu, "").PodAnnotation(framework.DelayAnnotationKey, s.initRun)
+	train := addontest.ReplicatedJob("train").Replicas(int32(s.trainJobs)).Pods(int32(s.trainPods)).BackoffLimit(ptr.To[int32](2)).
+		Requests(s.cpu, "").PodAnnotation(framework.DelayAnnotationKey, s.trainRun)
 	if s.all {
-		annotations = `
-    ` + contract.PoliciesAnnotationKey + `: |
-      - templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]
-        retentionPolicy: {whenComplete: Retain}
-      - targetReplicatedJobs: [train]
-        templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
-        retentionPolicy: {whenComplete: Retain}
-    ` + contract.ExecutionPolicyAnnotationKey + `: InOrder`
+		js.Annotation(contract.PoliciesAnnotationKey, shapePolicies).InOrder()
 		if s.waitFor != "" {
-			annotations += "\n    " + contract.WaitForAnnotationKey + ": " + s.waitFor
+			js.Annotation(contract.WaitForAnnotationKey, s.waitFor)
 		}
-		claims = `
-          ` + contract.TemplatesAnnotationKey + `: |
-            - metadata: {name: dev}
-              spec: {devices: {requests: [{name: dev, exactly: {deviceClassName: ` + deviceClass + `}}]}}
-              whenJobFinished: Retain`
-		initMounts, trainMounts = "[{name: data, mountPath: /data}]", "[{name: data, mountPath: /data}, {name: ckpt, mountPath: /ckpt}]"
+		initJob.Mount("data")
+		train.Mount("data", "ckpt").JobAnnotation(contract.TemplatesAnnotationKey, shapeClaims)
 	}
 	if s.scheduler != "" {
-		annotations += "\n    " + contract.SchedulerAnnotationKey + ": " + string(s.scheduler)
+		js.Annotation(contract.SchedulerAnnotationKey, string(s.scheduler))
 	}
-	if annotations == "" {
-		annotations = " {}"
-	}
-	trainPodAnnotations := ""
 	if s.rack {
-		trainPodAnnotations = ", " + podsetRequiredTopology + ": " + testbed.TopologyRackLabel
+		train.PodAnnotation(podsetRequiredTopology, framework.TopologyRackLabel)
 	}
-	doc := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels:
-    %[3]s
-  annotations:%[4]s
-spec:
-  replicatedJobs:
-  - name: init
-    replicas: 1
-    template:
-      spec:
-        parallelism: 1
-        completions: 1
-        completionMode: Indexed
-        backoffLimit: 0
-        template:
-          metadata: {annotations: {%[12]s: %[5]s}}
-          spec:
-            restartPolicy: Never
-            containers: [{name: main, image: busybox, resources: {requests: {cpu: "%[6]s"}}, volumeMounts: %[7]s}]
-  - name: train
-    replicas: %[8]d
-    template:
-      metadata:
-        annotations:%[9]s
-      spec:
-        parallelism: %[10]d
-        completions: %[10]d
-        completionMode: Indexed
-        backoffLimit: 2
-        template:
-          metadata: {annotations: {%[12]s: %[11]s%[14]s}}
-          spec:
-            restartPolicy: Never
-            containers: [{name: main, image: busybox, resources: {requests: {cpu: "%[6]s"}}, volumeMounts: %[13]s}]
-`, s.name, ns, labels, annotations, s.initRun, s.cpu, initMounts, s.trainJobs, orEmpty(claims), s.trainPods, s.trainRun,
-		testbed.DelayAnnotationKey, trainMounts, trainPodAnnotations)
-	js := &jobsetv1alpha2.JobSet{}
-	if err := yaml.UnmarshalStrict([]byte(doc), js); err != nil {
-		t.Fatalf("JobSet %s: %v\n%s", s.name, err, doc)
-	}
-	return js
-}
-
-func orEmpty(s string) string {
-	if s == "" {
-		return " {}"
-	}
-	return s
+	return js.ReplicatedJobs(initJob, train).Obj()
 }
 
 // pvcNames are the PVCs volumeclaims makes for an all-add-ons JobSet of the shape.

@@ -1,5 +1,6 @@
-// Package kueue_test runs all four add-ons beside real Kueue v0.17.0 (make kueue-bins: the
-// kueue binary of the wrapper module tools/kueue, its CRDs and webhooks from its module), the
+// Package kueue_test runs all four add-ons beside real Kueue v0.19.2 (make kueue-bins: the
+// kueue binary of the wrapper module tools/kueue, its CRDs and webhooks from its module; v0.17.0
+// with NEIGHBOURS=old, tools/kueue-v0.17.0), its DRA integration as it ships, the
 // real JobSet controller and the real gang schedulers, on the testbed. Kueue manages only the
 // JobSets that name a LocalQueue (manageJobsWithoutQueueName false), so each test makes its own
 // ResourceFlavor, ClusterQueue and LocalQueue.
@@ -7,6 +8,10 @@
 //   - TestQueueing: two JobSets that use all four add-ons, in a ClusterQueue that fits one at a
 //     time: the second waits suspended, holding what docs/install.md says, and runs correctly
 //     after the first. make e2e runs it (the reduced set); make e2e-neighbours runs the others too.
+//   - TestDeviceQuota: a ClusterQueue with a device quota (Kueue's deviceClassMappings) for two
+//     Jobs' claims and three JobSets whose Jobs get their devices through resourceclaims: what
+//     Kueue counts (nothing), the Warning that says so, and where the third waits (the scheduler).
+//     make e2e runs it too.
 //   - TestPreemption: a higher-priority workload preempts one that uses all four add-ons.
 //   - TestTopologyAwareScheduling: Kueue's topology gate and the sequencer's gate on the same pods.
 //   - TestGangs: Kueue admits, the gang scheduler (coscheduling, kube-scheduler's Workload API)
@@ -31,12 +36,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 var (
 	testenv env.Environment
-	tb      testbed.Config
+	tb      framework.Config
 
 	mu sync.Mutex
 	// namespaces the features made: the suite waits until they are gone before it stops Kueue,
@@ -48,7 +52,7 @@ func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "testbed: "+forma
 
 func TestMain(m *testing.M) {
 	var err error
-	if tb, err = testbed.DefaultConfig(); err != nil {
+	if tb, err = framework.DefaultConfig(); err != nil {
 		panic(err)
 	}
 	e := framework.NewEnvironment()
@@ -58,10 +62,10 @@ func TestMain(m *testing.M) {
 		}
 		// The gang schedulers' CRDs before podgroups starts; Kueue before the add-ons, as a
 		// cluster would have it (the order does not matter to either).
-		if err := testbed.StartGangSchedulers(ctx, tb, logf); err != nil {
+		if err := framework.StartGangSchedulers(ctx, tb, logf); err != nil {
 			return ctx, err
 		}
-		if err := testbed.StartKueue(ctx, tb, testbed.KueueOptions{}, logf); err != nil {
+		if err := framework.StartKueue(ctx, tb, framework.KueueOptions{DeviceClassMappings: map[string][]string{quotaDevice: {quotaClass}}}, logf); err != nil {
 			return ctx, err
 		}
 		return ctx, publishDevices(ctx, cfg)
@@ -78,9 +82,9 @@ func TestMain(m *testing.M) {
 		if err := unpublishDevices(ctx, cfg); err != nil {
 			return ctx, err
 		}
-		return ctx, testbed.StopKueue(ctx, tb)
+		return ctx, framework.StopKueue(ctx, tb)
 	})
-	for _, name := range testbed.Addons {
+	for _, name := range framework.Addons {
 		e = framework.WithAddon(e, name, nil, "--log-level=2")
 	}
 	testenv = e

@@ -41,7 +41,7 @@ func TestPreemption(t *testing.T) {
 
 			lowShape := allAddOns("low", q.localQueue, "20s", "15s")
 			lowShape.priority, lowShape.waitFor = ns+"-low", "Ready"
-			low := lowShape.jobSet(t, ns)
+			low := lowShape.jobSet(ns)
 			framework.CreateAll(ctx, t, c, low)
 			waitWorkload(ctx, t, c, low, "Admitted", time.Minute)
 
@@ -67,7 +67,7 @@ func TestPreemption(t *testing.T) {
 			framework.WaitEventCounts(ctx, t, c, low, map[string]int{"StageReleased": 1})
 
 			// A plain JobSet (no add-on) of the same 5 CPUs, running long enough to watch low wait.
-			high := shape{name: "high", queue: q.localQueue, priority: ns + "-high", initRun: "8s", trainRun: "8s", trainJobs: 2, trainPods: 2, cpu: "1"}.jobSet(t, ns)
+			high := shape{name: "high", queue: q.localQueue, priority: ns + "-high", initRun: "8s", trainRun: "8s", trainJobs: 2, trainPods: 2, cpu: "1"}.jobSet(ns)
 			framework.CreateAll(ctx, t, c, high)
 
 			// Preempted: suspended, no pods, Jobs suspended, storage and claims kept, train gated

@@ -43,7 +43,7 @@ func TestQueueing(t *testing.T) {
 			ns := framework.NamespaceFrom(ctx)
 			q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "5"})
 			firstShape, secondShape := allAddOns("first", q.localQueue, "4s", "6s"), allAddOns("second", q.localQueue, "2s", "2s")
-			first, second := firstShape.jobSet(t, ns), secondShape.jobSet(t, ns)
+			first, second := firstShape.jobSet(ns), secondShape.jobSet(ns)
 
 			framework.CreateAll(ctx, t, c, first)
 			waitWorkload(ctx, t, c, first, "Admitted", time.Minute)

@@ -14,7 +14,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -42,7 +41,7 @@ func TestTopologyAwareScheduling(t *testing.T) {
 			}
 
 			// Kueue first, the sequencer second.
-			fwd := tasShape("forward", "6s", "2s").jobSet(t, ns)
+			fwd := tasShape("forward", "6s", "2s").jobSet(ns)
 			framework.CreateAll(ctx, t, c, fwd)
 			waitWorkload(ctx, t, c, fwd, "Admitted", time.Minute)
 			framework.Eventually(ctx, t, 30*time.Second, "train Jobs carry both gates", func(ctx context.Context) (bool, string, error) {
@@ -90,7 +89,7 @@ func TestTopologyAwareScheduling(t *testing.T) {
 			checkTopology(ctx, t, c, fwd)
 
 			// The sequencer first, Kueue second.
-			rev := tasShape("reverse", "1s", "20s").jobSet(t, ns)
+			rev := tasShape("reverse", "1s", "20s").jobSet(ns)
 			framework.CreateAll(ctx, t, c, rev)
 			var victim corev1.Pod
 			framework.Eventually(ctx, t, time.Minute, "reverse's train pods running", func(ctx context.Context) (bool, string, error) {
@@ -107,13 +106,13 @@ func TestTopologyAwareScheduling(t *testing.T) {
 				}
 				return running == 4, fmt.Sprintf("%d train pods running", running), nil
 			})
-			if err := testbed.PauseProcess(tb, "kueue"); err != nil {
+			if err := framework.PauseProcess(tb, "kueue"); err != nil {
 				t.Fatal(err)
 			}
 			paused := true
 			defer func() {
 				if paused {
-					_ = testbed.ResumeProcess(tb, "kueue")
+					_ = framework.ResumeProcess(tb, "kueue")
 				}
 			}()
 			if err := c.Delete(ctx, &victim); err != nil {
@@ -149,7 +148,7 @@ func TestTopologyAwareScheduling(t *testing.T) {
 			if p, err := replacement(ctx); err != nil || p == nil || p.UID != uid || bound(p) || !hasGate(p, testbedTopologyGate) {
 				t.Fatalf("the replacement pod did not wait behind Kueue's gate: %+v (%v)", p, err)
 			}
-			if err := testbed.ResumeProcess(tb, "kueue"); err != nil {
+			if err := framework.ResumeProcess(tb, "kueue"); err != nil {
 				t.Fatal(err)
 			}
 			paused = false
@@ -192,7 +191,7 @@ func checkTopology(ctx context.Context, t *testing.T, c client.Client, js *jobse
 		if err := c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {
 			t.Fatal(err)
 		}
-		racks[node.Labels[testbed.TopologyRackLabel]]++
+		racks[node.Labels[framework.TopologyRackLabel]]++
 		if startedAt(&p).Before(initDone) {
 			t.Errorf("train pod %s started at %s, before init completed at %s", p.Name, startedAt(&p), initDone)
 		}

@@ -14,6 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -28,69 +29,59 @@ var (
 	compositePath   = annotationPath(contract.CompositeAnnotationKey)
 )
 
+// jobSet is addontest's JobSet wrapper, by a short name for the table of cases.
+type jobSet = addontest.JobSetWrapper
+
 // TestBadInputRefused: every bad gang setting is refused at admission by the podgroups webhook,
 // all its mistakes at once, each with its field path.
 func TestBadInputRefused(t *testing.T) {
-	volcano := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "volcano") }
-	cosched := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "coscheduling") }
-	native := func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "kubernetes") }
+	volcano := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "volcano") }
+	cosched := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "coscheduling") }
+	native := func(j *jobSet) *jobSet { return j.Annotation(contract.SchedulerAnnotationKey, "kubernetes") }
 	cases := []struct {
 		name      string
-		build     func(jobSet) jobSet
+		build     func(*jobSet)
 		wantPaths []string
 	}{
-		{"unknown scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "kube-batch") }, []string{schedulerPath}},
-		{"empty scheduler", func(j jobSet) jobSet { return j.annotate(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
-		{"topology without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
-		{"topology key without a scheduler", func(j jobSet) jobSet { return j.annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{schedulerPath}},
-		{"composite for volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.CompositeAnnotationKey, "true") }, []string{compositePath}},
-		{"composite for kubernetes not a boolean", func(j jobSet) jobSet { return native(j).annotate(contract.CompositeAnnotationKey, "yes") }, []string{compositePath}},
-		{"composite for kubernetes, sequenced", func(j jobSet) jobSet {
-			return native(j).annotate(contract.CompositeAnnotationKey, "true").annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+		{"unknown scheduler", func(j *jobSet) { j.Annotation(contract.SchedulerAnnotationKey, "kube-batch") }, []string{schedulerPath}},
+		{"empty scheduler", func(j *jobSet) { j.Annotation(contract.SchedulerAnnotationKey, "") }, []string{schedulerPath}},
+		{"topology without a scheduler", func(j *jobSet) { j.Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{schedulerPath}},
+		{"topology key without a scheduler", func(j *jobSet) { j.Annotation(contract.TopologyKeyAnnotationKey, "rack") }, []string{schedulerPath}},
+		{"composite for volcano", func(j *jobSet) { volcano(j).Annotation(contract.CompositeAnnotationKey, "true") }, []string{compositePath}},
+		{"composite for kubernetes not a boolean", func(j *jobSet) { native(j).Annotation(contract.CompositeAnnotationKey, "yes") }, []string{compositePath}},
+		{"composite for kubernetes, sequenced", func(j *jobSet) {
+			native(j).Annotation(contract.CompositeAnnotationKey, "true").InOrder()
 		}, []string{compositePath}},
-		{"queue for coscheduling", func(j jobSet) jobSet { return cosched(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
-		{"topology for coscheduling", func(j jobSet) jobSet {
-			return cosched(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft}")
-		}, []string{topologyPath}},
-		{"timeout for Volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.ScheduleTimeoutAnnotationKey, "60") }, []string{timeoutPath}},
-		{"timeout zero", func(j jobSet) jobSet { return cosched(j).annotate(contract.ScheduleTimeoutAnnotationKey, "0") }, []string{timeoutPath}},
-		{"timeout not a number", func(j jobSet) jobSet { return cosched(j).annotate(contract.ScheduleTimeoutAnnotationKey, "10m") }, []string{timeoutPath}},
-		{"topology mode", func(j jobSet) jobSet {
-			return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: medium}")
-		}, []string{topologyPath + ".mode"}},
-		{"topology tier", func(j jobSet) jobSet {
-			return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, `{"mode":"hard","highestTierAllowed":0}`)
+		{"queue for coscheduling", func(j *jobSet) { cosched(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
+		{"topology for coscheduling", func(j *jobSet) { cosched(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: soft}") }, []string{topologyPath}},
+		{"timeout for Volcano", func(j *jobSet) { volcano(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "60") }, []string{timeoutPath}},
+		{"timeout zero", func(j *jobSet) { cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "0") }, []string{timeoutPath}},
+		{"timeout not a number", func(j *jobSet) { cosched(j).Annotation(contract.ScheduleTimeoutAnnotationKey, "10m") }, []string{timeoutPath}},
+		{"topology mode", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: medium}") }, []string{topologyPath + ".mode"}},
+		{"topology tier", func(j *jobSet) {
+			volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, `{"mode":"hard","highestTierAllowed":0}`)
 		}, []string{topologyPath + ".highestTierAllowed"}},
-		{"topology unknown field", func(j jobSet) jobSet { return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{tier: 2}") }, []string{topologyPath + ".tier"}},
-		{"topology not an object", func(j jobSet) jobSet { return volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "[hard]") }, []string{topologyPath}},
-		{"queue not a name", func(j jobSet) jobSet {
-			return volcano(j).annotate(contract.VolcanoQueueNameAnnotationKey, "Research_Queue")
-		}, []string{queuePath}},
-		{"another scheduler in a template", func(j jobSet) jobSet {
-			j = volcano(j)
+		{"topology unknown field", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{tier: 2}") }, []string{topologyPath + ".tier"}},
+		{"topology not an object", func(j *jobSet) { volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "[hard]") }, []string{topologyPath}},
+		{"queue not a name", func(j *jobSet) { volcano(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "Research_Queue") }, []string{queuePath}},
+		{"another scheduler in a template", func(j *jobSet) {
+			volcano(j)
 			j.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "default-scheduler"
-			return j
 		}, []string{"spec.replicatedJobs[1].template.spec.template.spec.schedulerName"}},
-		{"topology for kubernetes", func(j jobSet) jobSet {
-			return native(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: hard}")
-		}, []string{topologyPath}},
-		{"topology key for volcano", func(j jobSet) jobSet { return volcano(j).annotate(contract.TopologyKeyAnnotationKey, "rack") }, []string{topologyKeyPath}},
-		{"topology key for kubernetes not a label key", func(j jobSet) jobSet {
-			return native(j).annotate(contract.TopologyKeyAnnotationKey, "racks/of/nodes")
-		}, []string{topologyKeyPath}},
-		{"queue for kubernetes", func(j jobSet) jobSet { return native(j).annotate(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
-		{"nine stages for kubernetes", func(j jobSet) jobSet {
-			j = native(j).annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+		{"topology for kubernetes", func(j *jobSet) { native(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: hard}") }, []string{topologyPath}},
+		{"topology key for volcano", func(j *jobSet) { volcano(j).Annotation(contract.TopologyKeyAnnotationKey, "rack") }, []string{topologyKeyPath}},
+		{"topology key for kubernetes not a label key", func(j *jobSet) { native(j).Annotation(contract.TopologyKeyAnnotationKey, "racks/of/nodes") }, []string{topologyKeyPath}},
+		{"queue for kubernetes", func(j *jobSet) { native(j).Annotation(contract.VolcanoQueueNameAnnotationKey, "research") }, []string{queuePath}},
+		{"nine stages for kubernetes", func(j *jobSet) {
+			native(j).InOrder()
 			for i := range 7 {
-				j = j.replicated(fmt.Sprint("s", i), 1, 1, "1s")
+				j.ReplicatedJobs(replicated(fmt.Sprint("s", i), 1, 1, "1s"))
 			}
-			return j
 		}, []string{"spec.replicatedJobs"}},
-		{"several mistakes at once", func(j jobSet) jobSet {
-			j = volcano(j).annotate(contract.NetworkTopologyAnnotationKey, "{mode: sideways, highestTierAllowed: -1}").
-				annotate(contract.ScheduleTimeoutAnnotationKey, "5")
+		{"several mistakes at once", func(j *jobSet) {
+			volcano(j).Annotation(contract.NetworkTopologyAnnotationKey, "{mode: sideways, highestTierAllowed: -1}").
+				Annotation(contract.ScheduleTimeoutAnnotationKey, "5")
 			j.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulerName = "other"
-			return j
 		}, []string{topologyPath + ".mode", topologyPath + ".highestTierAllowed", timeoutPath, "spec.replicatedJobs[0].template.spec.template.spec.schedulerName"}},
 	}
 	f := features.New("bad gang settings are refused with their field paths").WithSetup("namespace", framework.Namespace)
@@ -100,7 +91,9 @@ func TestBadInputRefused(t *testing.T) {
 				requireWorkloadAPI(t, cfg)
 			}
 			c := framework.Client(t, cfg)
-			js := tc.build(newJobSet(framework.NamespaceFrom(ctx), "bad", "").replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s")).JobSet
+			j := newJobSet(framework.NamespaceFrom(ctx), "bad", "").ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s"))
+			tc.build(j)
+			js := j.Obj()
 			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.podgroups.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})
@@ -113,7 +106,7 @@ func TestBadInputRefused(t *testing.T) {
 func TestAnnotationsImmutable(t *testing.T) {
 	f := framework.NamespacedFeature("the podgroups annotations are immutable", "changes refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		js := newJobSet(framework.NamespaceFrom(ctx), "fixed", contract.SchedulerVolcano).replicated("a", 1, 1, "1h").JobSet
+		js := newJobSet(framework.NamespaceFrom(ctx), "fixed", contract.SchedulerVolcano).ReplicatedJobs(replicated("a", 1, 1, "1h")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		for _, tc := range []struct {
 			name     string
@@ -150,7 +143,7 @@ func TestPlainJobSetNeverReachesWebhooks(t *testing.T) {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		before := framework.WebhookCalls(ctx, t, cfg, addonName)
-		js := newJobSet(ns, "plain", "").replicated("a", 1, 2, "1s").JobSet
+		js := newJobSet(ns, "plain", "").ReplicatedJobs(replicated("a", 1, 2, "1s")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
 		if after := framework.WebhookCalls(ctx, t, cfg, addonName); fmt.Sprint(after) != fmt.Sprint(before) {

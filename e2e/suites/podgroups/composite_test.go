@@ -35,8 +35,8 @@ func TestComposite(t *testing.T) {
 		}
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a1", 2, map[string]string{rackLabel: "a"})
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-b1", 1, map[string]string{rackLabel: "b"})
-		js := newJobSet(ns, "comp", contract.SchedulerKubernetes).annotate(contract.TopologyKeyAnnotationKey, rackLabel).
-			annotate(contract.CompositeAnnotationKey, "true").replicated("w", 2, 2, "20s").onPool(ns).JobSet
+		js := newJobSet(ns, "comp", contract.SchedulerKubernetes).Annotation(contract.TopologyKeyAnnotationKey, rackLabel).
+			Annotation(contract.CompositeAnnotationKey, "true").ReplicatedJobs(onPool(replicated("w", 2, 2, "20s"), ns)).Obj()
 		created := time.Now()
 		framework.CreateAll(ctx, t, c, js)
 

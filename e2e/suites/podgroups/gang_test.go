@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -32,7 +31,7 @@ func TestGang(t *testing.T) {
 			addPoolNode(ctx, t, cfg, ns, ns+"-a", 3)
 
 			// Without the add-on: the default scheduler binds what fits.
-			plain := newJobSet(ns, "plain", "").replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			plain := newJobSet(ns, "plain", "").ReplicatedJobs(onPool(replicated("w", 2, 2, "300s"), ns)).Obj()
 			framework.CreateAll(ctx, t, c, plain)
 			framework.Eventually(ctx, t, time.Minute, "3 of 4 plain pods bound", func(ctx context.Context) (bool, string, error) {
 				ps := pods(ctx, t, c, ns, plain.Name)
@@ -47,7 +46,7 @@ func TestGang(t *testing.T) {
 			})
 
 			// With it: none of 4 is bound where 3 fit.
-			js := newJobSet(ns, "gang", s).replicated("w", 2, 2, "300s").onPool(ns).JobSet
+			js := newJobSet(ns, "gang", s).ReplicatedJobs(onPool(replicated("w", 2, 2, "300s"), ns)).Obj()
 			created := time.Now()
 			framework.CreateAll(ctx, t, c, js)
 			checkPodGroup(ctx, t, c, ns, "gang", s, 4)
@@ -137,14 +136,14 @@ func checkPodNamesGang(t *testing.T, p *corev1.Pod, s contract.Scheduler, group 
 		if got := p.Annotations[contract.VolcanoGroupNameAnnotationKey]; got != group {
 			t.Errorf("pod %s group-name = %q, want %q", p.Name, got, group)
 		}
-		if p.Spec.SchedulerName != testbed.VolcanoSchedulerName {
+		if p.Spec.SchedulerName != framework.VolcanoSchedulerName {
 			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
 		}
 	case contract.SchedulerCoscheduling:
 		if got := p.Labels[contract.CoschedulingPodGroupLabelKey]; got != group {
 			t.Errorf("pod %s pod-group = %q, want %q", p.Name, got, group)
 		}
-		if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
+		if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
 			t.Errorf("pod %s schedulerName = %q", p.Name, p.Spec.SchedulerName)
 		}
 	case contract.SchedulerKubernetes:

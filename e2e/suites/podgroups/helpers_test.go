@@ -8,14 +8,12 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -23,7 +21,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,59 +32,33 @@ var (
 	podMemory = resource.MustParse("1Gi")
 )
 
-// jobSet builds a JobSet for the suite.
-type jobSet struct{ *jobsetv1alpha2.JobSet }
-
 // newJobSet is a JobSet gang-scheduled by scheduler ("" for none).
-func newJobSet(ns, name string, scheduler contract.Scheduler) jobSet {
-	j := jobSet{&jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+func newJobSet(ns, name string, scheduler contract.Scheduler) *addontest.JobSetWrapper {
+	j := addontest.JobSet(ns, name)
 	if scheduler != "" {
-		j.annotate(contract.SchedulerAnnotationKey, string(scheduler))
+		j.Annotation(contract.SchedulerAnnotationKey, string(scheduler))
 	}
 	return j
 }
 
-func (j jobSet) annotate(key, value string) jobSet {
-	if j.Annotations == nil {
-		j.Annotations = map[string]string{}
+// replicated is an Indexed ReplicatedJob of replicas Jobs of pods pods each (all at once, no
+// retries) that run for run (kwok's delay); each pod requests 1 CPU and 1Gi, as podCPU and
+// podMemory say.
+func replicated(name string, replicas, pods int32, run string) *addontest.ReplicatedJobWrapper {
+	rj := addontest.ReplicatedJob(name).Replicas(replicas).Pods(pods).Requests("500m", "1Gi").InitContainers("init").
+		PodAnnotation(framework.DelayAnnotationKey, run)
+	rj.PodSpec().InitContainers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi"),
 	}
-	j.Annotations[key] = value
-	return j
+	return rj
 }
 
-// replicated adds an Indexed ReplicatedJob of replicas Jobs of pods pods each (all at once, no
-// retries) that run for run (kwok's delay).
-func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet {
-	j.Spec.ReplicatedJobs = append(j.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
-		Name: name, Replicas: replicas,
-		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-					}}},
-					Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-					}}},
-				},
-			},
-		}},
-	})
-	return j
-}
-
-// onPool keeps every pod of the JobSet on the suite's tainted nodes of pool.
-func (j jobSet) onPool(pool string) jobSet {
-	for i := range j.Spec.ReplicatedJobs {
-		spec := &j.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
-		spec.NodeSelector = map[string]string{poolLabel: pool}
-		spec.Tolerations = []corev1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
-	}
-	return j
+// onPool keeps every pod of rj on the suite's tainted nodes of pool.
+func onPool(rj *addontest.ReplicatedJobWrapper, pool string) *addontest.ReplicatedJobWrapper {
+	spec := rj.PodSpec()
+	spec.NodeSelector = map[string]string{poolLabel: pool}
+	spec.Tolerations = []corev1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
+	return rj
 }
 
 const poolLabel = "podgroups-e2e/pool"
@@ -112,7 +84,7 @@ func addPoolNodeLabelled(ctx context.Context, t *testing.T, cfg *envconf.Config,
 	taint := corev1.Taint{Key: poolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule}
 	nodeLabels := map[string]string{poolLabel: pool}
 	maps.Copy(nodeLabels, labels)
-	if err := testbed.AddNode(ctx, cs, name, nodeLabels, []corev1.Taint{taint}, alloc); err != nil {
+	if err := framework.AddNode(ctx, cs, name, nodeLabels, []corev1.Taint{taint}, alloc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })

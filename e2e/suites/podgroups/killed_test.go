@@ -12,7 +12,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -24,14 +23,14 @@ func TestKilled(t *testing.T) {
 	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("podgroups killed between two stages", "nothing lost", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		tb, err := testbed.DefaultConfig()
+		tb, err := framework.DefaultConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "crash", contract.SchedulerVolcano).
-			annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder)).
-			replicated("init", 1, 1, "3s").replicated("main", 1, 2, "2s").JobSet
+			InOrder().
+			ReplicatedJobs(replicated("init", 1, 1, "3s"), replicated("main", 1, 2, "2s")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		waitPodGroups(ctx, t, c, ns, js.Name, contract.SchedulerVolcano, "crash-stage-0")
 		// Killed once its Event about stage 0 is written: an Event still in flight dies with a
@@ -40,13 +39,13 @@ func TestKilled(t *testing.T) {
 			reasons, err := framework.EventReasons(ctx, c, js)
 			return err == nil && reasons["PodGroupCreated"] == 1, fmt.Sprint(reasons), nil
 		})
-		if err := testbed.KillAddon(tb, addonName); err != nil {
+		if err := framework.KillAddon(tb, addonName); err != nil {
 			t.Fatal(err)
 		}
 		restarted := false
 		defer func() {
 			if !restarted { // leave podgroups running for the next tests
-				_ = testbed.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...)
+				_ = framework.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...)
 			}
 		}()
 		// The sequencer releases main; its pods exist, ungated, and wait for their PodGroup.
@@ -69,7 +68,7 @@ func TestKilled(t *testing.T) {
 		if n := bound(mainPods(ctx, t, c, ns, js.Name)); n > 0 {
 			t.Fatalf("%d pods of main bound while podgroups was down", n)
 		}
-		if err := testbed.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...); err != nil {
+		if err := framework.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...); err != nil {
 			t.Fatal(err)
 		}
 		restarted = true

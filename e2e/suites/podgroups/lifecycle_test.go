@@ -18,7 +18,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -43,8 +42,8 @@ func testStages(t *testing.T, s contract.Scheduler) {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "train", s).
-			annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder)).
-			replicated("init", 1, 2, "3s").replicated("main", 2, 2, "3s").JobSet
+			InOrder().
+			ReplicatedJobs(replicated("init", 1, 2, "3s"), replicated("main", 2, 2, "3s")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		stage0, stage1 := "train-stage-0", "train-stage-1"
 		checkPodGroup(ctx, t, c, ns, stage0, s, 2)
@@ -126,7 +125,7 @@ func testStages(t *testing.T, s contract.Scheduler) {
 // changes it), the PodGroup (and the Workload's template) follows; resumed, the JobSet runs with
 // the new size and, once finished, leaves no PodGroup (nor Workload).
 func TestSuspendChangeResume(t *testing.T) {
-	framework.RequireJobSet(t, testbed.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
+	framework.RequireJobSet(t, framework.ElasticJobSetSince, "no ElasticJobSet feature gate, so JobSet's webhook keeps spec.replicatedJobs "+
 		"immutable and parallelism cannot change while suspended")
 	testSuspendChangeResume(t, contract.SchedulerCoscheduling)
 	testSuspendChangeResume(t, contract.SchedulerKubernetes)
@@ -141,9 +140,9 @@ func testSuspendChangeResume(t *testing.T, s contract.Scheduler) {
 		ns := framework.NamespaceFrom(ctx)
 		j := newJobSet(ns, "elastic", s)
 		if s == contract.SchedulerCoscheduling {
-			j = j.annotate(contract.ScheduleTimeoutAnnotationKey, "30")
+			j = j.Annotation(contract.ScheduleTimeoutAnnotationKey, "30")
 		}
-		js := j.replicated("w", 1, 2, "2s").JobSet
+		js := j.ReplicatedJobs(replicated("w", 1, 2, "2s")).Obj()
 		js.Spec.Suspend = ptr.To(true)
 		framework.CreateAll(ctx, t, c, js)
 		// size reads the PodGroup's minMember or minCount (and the Workload template's).
@@ -237,9 +236,9 @@ func TestVolcanoFields(t *testing.T) {
 			t.Cleanup(func() { _ = c.Delete(context.Background(), pc) })
 		}
 		js := newJobSet(ns, "fields", contract.SchedulerVolcano).
-			annotate(contract.VolcanoQueueNameAnnotationKey, "default").
-			annotate(contract.NetworkTopologyAnnotationKey, "{mode: soft, highestTierAllowed: 2}").
-			replicated("a", 1, 1, "30s").replicated("b", 1, 1, "30s").JobSet
+			Annotation(contract.VolcanoQueueNameAnnotationKey, "default").
+			Annotation(contract.NetworkTopologyAnnotationKey, "{mode: soft, highestTierAllowed: 2}").
+			ReplicatedJobs(replicated("a", 1, 1, "30s"), replicated("b", 1, 1, "30s")).Obj()
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = low
 		js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = high
 		warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
@@ -293,7 +292,7 @@ func TestHandEdits(t *testing.T) {
 	f := framework.NamespacedFeature("hand edits", "PodGroup restored", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		js := newJobSet(ns, "edited", contract.SchedulerCoscheduling).replicated("w", 1, 2, "2s").JobSet
+		js := newJobSet(ns, "edited", contract.SchedulerCoscheduling).ReplicatedJobs(replicated("w", 1, 2, "2s")).Obj()
 		js.Spec.Suspend = ptr.To(true)
 		framework.CreateAll(ctx, t, c, js)
 		pg := coschedPodGroup(ctx, t, c, ns, "edited")

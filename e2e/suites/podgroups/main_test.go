@@ -1,5 +1,5 @@
 // Package podgroups_test runs the podgroups controller on the testbed beside two real gang
-// schedulers (Volcano v1.10.0 and scheduler-plugins' coscheduling v0.33.5, each a second
+// schedulers (Volcano v1.10.0 and scheduler-plugins' coscheduling v0.34.7, each a second
 // scheduler) and the sequencer, with their webhooks as the chart registers them, and checks
 // gang scheduling end to end: all of a gang or none of it is bound, one PodGroup per sequenced
 // stage created once the stage is released and deleted once it finished, a PodGroup that
@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -31,7 +30,7 @@ var testenv env.Environment
 
 func TestMain(m *testing.M) {
 	e := framework.NewEnvironment()
-	tb, err := testbed.DefaultConfig()
+	tb, err := framework.DefaultConfig()
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 		if framework.Installed() {
 			return ctx, nil
 		}
-		return ctx, testbed.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
+		return ctx, framework.StartGangSchedulers(ctx, tb, func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		})
 	})
@@ -53,7 +52,7 @@ func TestMain(m *testing.M) {
 // probe passes once the apiserver calls the podgroups webhooks: a dry-run create of a Volcano
 // JobSet comes back with its pod template naming the gang.
 func probe(ctx context.Context, c client.Client) error {
-	js := newJobSet(corev1.NamespaceDefault, "probe", contract.SchedulerVolcano).replicated("w", 1, 1, "1s").JobSet
+	js := newJobSet(corev1.NamespaceDefault, "probe", contract.SchedulerVolcano).ReplicatedJobs(replicated("w", 1, 1, "1s")).Obj()
 	if err := c.Create(ctx, js, client.DryRunAll); err != nil {
 		return err
 	}

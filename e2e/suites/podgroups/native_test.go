@@ -34,7 +34,7 @@ func TestWorkloadNotOurs(t *testing.T) {
 		if err := c.Create(ctx, users); err != nil {
 			t.Fatal(err)
 		}
-		js := newJobSet(ns, "taken", contract.SchedulerKubernetes).replicated("w", 1, 2, "1s").JobSet
+		js := newJobSet(ns, "taken", contract.SchedulerKubernetes).ReplicatedJobs(replicated("w", 1, 2, "1s")).Obj()
 		framework.CreateAll(ctx, t, c, js)
 		waitEvent(ctx, t, c, js, "WorkloadNameTaken")
 		time.Sleep(2 * time.Second) // a reconcile that would make a PodGroup has had its time
@@ -77,8 +77,8 @@ func TestTopologyKey(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a1", 2, map[string]string{rackLabel: "a"})
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-b1", 2, map[string]string{rackLabel: "b"})
-		js := newJobSet(ns, "racked", contract.SchedulerKubernetes).annotate(contract.TopologyKeyAnnotationKey, rackLabel).
-			replicated("w", 2, 2, "300s").onPool(ns).JobSet
+		js := newJobSet(ns, "racked", contract.SchedulerKubernetes).Annotation(contract.TopologyKeyAnnotationKey, rackLabel).
+			ReplicatedJobs(onPool(replicated("w", 2, 2, "300s"), ns)).Obj()
 		created := time.Now()
 		framework.CreateAll(ctx, t, c, js)
 		wantConstraint := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackLabel}}}

@@ -8,7 +8,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 // TestFeatureGateOff: with JobSetResourceClaimTemplates off, the webhooks admit without
@@ -19,23 +18,23 @@ func TestFeatureGateOff(t *testing.T) {
 	f := framework.NamespacedFeature("the feature gate off", "admitted, untouched, no claims", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		tb, err := testbed.DefaultConfig()
+		tb, err := framework.DefaultConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
 		restart := func(args ...string) {
 			t.Helper()
-			if err := testbed.StopAddon(ctx, tb, "resourceclaims"); err != nil {
+			if err := framework.StopAddon(ctx, tb, "resourceclaims"); err != nil {
 				t.Fatal(err)
 			}
-			if err := testbed.StartAddon(ctx, tb, "resourceclaims", func(ctx context.Context) error { return probe(ctx, c) }, args...); err != nil {
+			if err := framework.StartAddon(ctx, tb, "resourceclaims", func(ctx context.Context) error { return probe(ctx, c) }, args...); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := testbed.StopAddon(ctx, tb, "resourceclaims"); err != nil {
+		if err := framework.StopAddon(ctx, tb, "resourceclaims"); err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.StartAddon(ctx, tb, "resourceclaims", nil, "--feature-gates=JobSetResourceClaimTemplates=false", "--log-level=2"); err != nil {
+		if err := framework.StartAddon(ctx, tb, "resourceclaims", nil, "--feature-gates=JobSetResourceClaimTemplates=false", "--log-level=2"); err != nil {
 			t.Fatal(err)
 		}
 		defer restart("--log-level=2")

@@ -21,7 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -80,7 +80,7 @@ func probePodGroups(ctx context.Context, c client.Client) error {
 
 // devices are the DeviceClasses and ResourceSlices of examples/resourceclaims.
 func devices() ([]client.Object, error) {
-	root, err := testbed.RepoRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -122,34 +122,17 @@ func eachDevice(cfg *envconf.Config, fn func(client.Client, client.Object) error
 }
 
 // newJobSet is a JobSet of the given ReplicatedJobs.
-func newJobSet(ns, name string, rjobs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjobs},
-	}
+func newJobSet(ns, name string, rjobs ...*addontest.ReplicatedJobWrapper) *jobsetv1alpha2.JobSet {
+	return addontest.JobSet(ns, name).ReplicatedJobs(rjobs...).Obj()
 }
 
 // rjob has replicas Jobs of pods pods each (all at once, no retries), with containers worker
 // and helper, whose pods run for 3 s; templates, when set, is its templates annotation.
-func rjob(name string, replicas, pods int32, templates string) jobsetv1alpha2.ReplicatedJob {
-	rj := jobsetv1alpha2.ReplicatedJob{
-		Name:     name,
-		Replicas: replicas,
-		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism:  ptr.To(pods),
-			Completions:  ptr.To(pods),
-			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "3s"}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{{Name: "worker", Image: "busybox"}, {Name: "helper", Image: "busybox"}},
-				},
-			},
-		}},
-	}
+func rjob(name string, replicas, pods int32, templates string) *addontest.ReplicatedJobWrapper {
+	rj := addontest.ReplicatedJob(name).Replicas(replicas).Pods(pods).CompletionMode(nil).
+		Containers("worker", "helper").PodAnnotation(framework.DelayAnnotationKey, "3s")
 	if templates != "" {
-		rj.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: templates}
+		rj.JobAnnotation(contract.TemplatesAnnotationKey, templates)
 	}
 	return rj
 }

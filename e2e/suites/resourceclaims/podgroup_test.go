@@ -17,7 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,7 +34,7 @@ func TestClaimOnPodGroup(t *testing.T) {
 		c, ns := claimsGate(ctx, t, cfg, true)
 		js := bigJobSet(ns, pods)
 		// Long enough for every pod to be bound while the first ones still run.
-		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "40s"
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = "40s"
 		start := time.Now()
 		framework.CreateAll(ctx, t, c, js)
 
@@ -98,9 +98,8 @@ func TestClaimOnPodGroup(t *testing.T) {
 
 // bigJobSet asks for scheduler kubernetes and has one Job of pods pods sharing one per-Job claim.
 func bigJobSet(ns string, pods int32) *jobsetv1alpha2.JobSet {
-	js := newJobSet(ns, "big", rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`))
-	js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
-	return js
+	return addontest.JobSet(ns, "big").Annotation(contract.SchedulerAnnotationKey, string(contract.SchedulerKubernetes)).
+		ReplicatedJobs(rjob("w", 1, pods, `[{metadata: {name: data}, `+sharedData+`, containers: [worker]}]`)).Obj()
 }
 
 // claimsGate skips the case, as n/a, unless the Workload API is served and the apiserver keeps a
@@ -175,8 +174,8 @@ func TestClaimOnPodGroupRestart(t *testing.T) {
 	f := framework.NamespacedFeature("a restart remakes the PodGroup with the new claims", "r1 claim on a new PodGroup", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c, ns := claimsGate(ctx, t, cfg, true)
 		rj := rjob("w", 1, 4, `[{metadata: {name: data}, `+sharedData+`, whenJobFinished: Retain}]`)
-		rj.Template.Spec.Template.Annotations[testbed.FailFirstAttemptAnnotationKey] = "true"
-		rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = "8s"
+		rj.Template.Spec.Template.Annotations[framework.FailFirstAttemptAnnotationKey] = "true"
+		rj.Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = "8s"
 		js := newJobSet(ns, "rs", rj)
 		js.Annotations = map[string]string{contract.SchedulerAnnotationKey: string(contract.SchedulerKubernetes)}
 		js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 1}

@@ -15,7 +15,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -27,7 +26,7 @@ func TestKEP762Example(t *testing.T) {
 	f := framework.NamespacedFeature("KEP-762 IMEX story", "6 claims, allocated, referenced as asked, gone at the end", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		root, err := testbed.RepoRoot()
+		root, err := framework.RepoRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +129,7 @@ func TestRestart(t *testing.T) {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		rj := rjob("w", 2, 1, `[{metadata: {name: data}, `+sharedData+`, whenJobFinished: Retain}]`)
-		rj.Template.Spec.Template.Annotations[testbed.FailFirstAttemptAnnotationKey] = "true"
+		rj.Template.Spec.Template.Annotations[framework.FailFirstAttemptAnnotationKey] = "true"
 		js := newJobSet(ns, "restart", rj)
 		js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 1}
 		framework.CreateAll(ctx, t, c, js)

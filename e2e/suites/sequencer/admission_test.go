@@ -12,6 +12,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -26,57 +27,66 @@ func dependsOnPath(i string) string {
 	return "spec.replicatedJobs[" + i + "].template.metadata.annotations[sequencer.jobset-addons.io/depends-on]"
 }
 
+// jobSet is addontest's JobSet wrapper, by a short name for the table of cases.
+type jobSet = addontest.JobSetWrapper
+
 // TestBadInputRefused: every bad sequencing is refused at admission, all its mistakes at once,
 // each with its exact field path.
 func TestBadInputRefused(t *testing.T) {
-	three := func(ns string) jobSet {
-		return newJobSet(ns, "bad").replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s").replicated("c", 1, 1, "1s")
+	three := func(ns string) *jobSet {
+		return addontest.JobSet(ns, "bad").ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s"), replicated("c", 1, 1, "1s"))
+	}
+	// dependsOn sets the depends-on annotation of c, the last of three's ReplicatedJobs.
+	dependsOn := func(j *jobSet, value string) {
+		c := &j.Spec.ReplicatedJobs[2]
+		if c.Template.Annotations == nil {
+			c.Template.Annotations = map[string]string{}
+		}
+		c.Template.Annotations[contract.DependsOnAnnotationKey] = value
 	}
 	cases := []struct {
 		name      string
-		build     func(j jobSet) jobSet
+		build     func(j *jobSet)
 		wantPaths []string
 	}{
-		{"cycle", func(j jobSet) jobSet {
+		{"cycle", func(j *jobSet) {
 			j.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: c\n"}
-			return j.dependsOn("- name: a\n")
+			dependsOn(j, "- name: a\n")
 		}, []string{dependsOnPath("0") + "[0].name"}},
-		{"unknown name", func(j jobSet) jobSet { return j.dependsOn("- name: initialiser\n") }, []string{dependsOnPath("2") + "[0].name"}},
-		{"self-dependency", func(j jobSet) jobSet { return j.dependsOn("- name: c\n") }, []string{dependsOnPath("2") + "[0].name"}},
-		{"execution-policy and depends-on together", func(j jobSet) jobSet { return j.inOrder().dependsOn("- name: a\n") }, []string{dependsOnPath("2")}},
-		{"depends-on beside upstream dependsOn", func(j jobSet) jobSet {
-			j.last().DependsOn = []jobsetv1alpha2.DependsOn{{Name: "b", Status: jobsetv1alpha2.DependencyComplete}}
-			return j.dependsOn("- name: a\n")
+		{"unknown name", func(j *jobSet) { dependsOn(j, "- name: initialiser\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"self-dependency", func(j *jobSet) { dependsOn(j, "- name: c\n") }, []string{dependsOnPath("2") + "[0].name"}},
+		{"execution-policy and depends-on together", func(j *jobSet) { dependsOn(j.InOrder(), "- name: a\n") }, []string{dependsOnPath("2")}},
+		{"depends-on beside upstream dependsOn", func(j *jobSet) {
+			j.Spec.ReplicatedJobs[2].DependsOn = []jobsetv1alpha2.DependsOn{{Name: "b", Status: jobsetv1alpha2.DependencyComplete}}
+			dependsOn(j, "- name: a\n")
 		}, []string{dependsOnPath("2")}},
-		{"execution-policy with startupPolicy InOrder", func(j jobSet) jobSet {
+		{"execution-policy with startupPolicy InOrder", func(j *jobSet) {
 			j.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
-			return j.inOrder()
+			j.InOrder()
 		}, []string{"spec.startupPolicy"}},
-		{"bad execution-policy", func(j jobSet) jobSet {
-			return j.annotate(contract.ExecutionPolicyAnnotationKey, "Sequential")
-		}, []string{policyPath}},
-		{"bad wait-for", func(j jobSet) jobSet {
-			return j.inOrder().annotate(contract.WaitForAnnotationKey, "Running")
-		}, []string{waitForPath}},
-		{"bad status", func(j jobSet) jobSet { return j.dependsOn("- name: a\n  status: Started\n") }, []string{dependsOnPath("2") + "[0].status"}},
-		{"unknown field", func(j jobSet) jobSet { return j.dependsOn("- name: a\n  after: 5s\n") }, []string{dependsOnPath("2") + "[0].after"}},
-		{"not YAML", func(j jobSet) jobSet { return j.dependsOn("[{") }, []string{dependsOnPath("2")}},
-		{"empty list", func(j jobSet) jobSet { return j.dependsOn("[]") }, []string{dependsOnPath("2")}},
-		{"name repeated", func(j jobSet) jobSet { return j.dependsOn("- name: a\n- name: a\n") }, []string{dependsOnPath("2") + "[1].name"}},
-		{"released written by the user", func(j jobSet) jobSet {
-			return j.inOrder().annotate(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["c"]}`)
+		{"bad execution-policy", func(j *jobSet) { j.Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential") }, []string{policyPath}},
+		{"bad wait-for", func(j *jobSet) { j.InOrder().Annotation(contract.WaitForAnnotationKey, "Running") }, []string{waitForPath}},
+		{"bad status", func(j *jobSet) { dependsOn(j, "- name: a\n  status: Started\n") }, []string{dependsOnPath("2") + "[0].status"}},
+		{"unknown field", func(j *jobSet) { dependsOn(j, "- name: a\n  after: 5s\n") }, []string{dependsOnPath("2") + "[0].after"}},
+		{"not YAML", func(j *jobSet) { dependsOn(j, "[{") }, []string{dependsOnPath("2")}},
+		{"empty list", func(j *jobSet) { dependsOn(j, "[]") }, []string{dependsOnPath("2")}},
+		{"name repeated", func(j *jobSet) { dependsOn(j, "- name: a\n- name: a\n") }, []string{dependsOnPath("2") + "[1].name"}},
+		{"released written by the user", func(j *jobSet) {
+			j.InOrder().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["c"]}`)
 		}, []string{releasedPath}},
-		{"several mistakes at once", func(j jobSet) jobSet {
-			j = j.annotate(contract.WaitForAnnotationKey, "Done")
+		{"several mistakes at once", func(j *jobSet) {
+			j.Annotation(contract.WaitForAnnotationKey, "Done")
 			j.Spec.ReplicatedJobs[1].Template.Annotations = map[string]string{contract.DependsOnAnnotationKey: "- name: b\n"}
-			return j.dependsOn("- name: nope\n  status: Later\n")
+			dependsOn(j, "- name: nope\n  status: Later\n")
 		}, []string{waitForPath, dependsOnPath("1") + "[0].name", dependsOnPath("2") + "[0].status", dependsOnPath("2") + "[0].name"}},
 	}
 	f := features.New("bad sequencing is refused with its field paths").WithSetup("namespace", framework.Namespace)
 	for _, tc := range cases {
 		f = f.Assess(tc.name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
-			js := tc.build(three(framework.NamespaceFrom(ctx))).JobSet
+			j := three(framework.NamespaceFrom(ctx))
+			tc.build(j)
+			js := j.Obj()
 			framework.ExpectRefusedAt(ctx, t, c, js, "vjobset.sequencer.jobset-addons.io", tc.wantPaths)
 			return ctx
 		})
@@ -90,8 +100,8 @@ func TestAnnotationsImmutable(t *testing.T) {
 	f := framework.NamespacedFeature("the sequencer annotations are immutable", "changes refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		js := newJobSet(ns, "fixed").inOrder().replicated("a", 1, 1, "1h").replicated("b", 1, 1, "1h").JobSet
-		plain := newJobSet(ns, "plain").replicated("a", 1, 1, "1h").replicated("b", 1, 1, "1h").JobSet
+		js := addontest.JobSet(ns, "fixed").InOrder().ReplicatedJobs(replicated("a", 1, 1, "1h"), replicated("b", 1, 1, "1h")).Obj()
+		plain := addontest.JobSet(ns, "plain").ReplicatedJobs(replicated("a", 1, 1, "1h"), replicated("b", 1, 1, "1h")).Obj()
 		framework.CreateAll(ctx, t, c, js, plain)
 		for _, rj := range plain.Spec.ReplicatedJobs {
 			if pt := rj.Template.Spec.Template; hasGate(pt.Spec.SchedulingGates) || pt.Labels[contract.SequencerGatedLabelKey] != "" {

@@ -10,82 +10,22 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// jobSet builds a JobSet for the suite.
-type jobSet struct{ *jobsetv1alpha2.JobSet }
-
-func newJobSet(ns, name string) jobSet {
-	return jobSet{&jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
-}
-
-func (j jobSet) annotate(key, value string) jobSet {
-	if j.Annotations == nil {
-		j.Annotations = map[string]string{}
-	}
-	j.Annotations[key] = value
-	return j
-}
-
-func (j jobSet) inOrder() jobSet {
-	return j.annotate(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
-}
-
-// replicated adds a ReplicatedJob of replicas Jobs, each of pods pods (all at once, no
-// retries) that run for run (kwok's delay).
-func (j jobSet) replicated(name string, replicas, pods int32, run string) jobSet {
-	j.Spec.ReplicatedJobs = append(j.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
-		Name: name, Replicas: replicas,
-		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: run}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
-				},
-			},
-		}},
-	})
-	return j
-}
-
-// last is the ReplicatedJob added last.
-func (j jobSet) last() *jobsetv1alpha2.ReplicatedJob {
-	return &j.Spec.ReplicatedJobs[len(j.Spec.ReplicatedJobs)-1]
-}
-
-// dependsOn sets the depends-on annotation of the last ReplicatedJob.
-func (j jobSet) dependsOn(value string) jobSet {
-	rj := j.last()
-	if rj.Template.Annotations == nil {
-		rj.Template.Annotations = map[string]string{}
-	}
-	rj.Template.Annotations[contract.DependsOnAnnotationKey] = value
-	return j
-}
-
-// podAnnotate sets an annotation on the pod template of the last ReplicatedJob.
-func (j jobSet) podAnnotate(key, value string) jobSet {
-	j.last().Template.Spec.Template.Annotations[key] = value
-	return j
-}
-
-func (j jobSet) maxRestarts(n int32) jobSet {
-	j.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: n}
-	return j
+// replicated is a ReplicatedJob of replicas Jobs, each of pods pods (all at once, no retries)
+// that run for run (kwok's delay).
+func replicated(name string, replicas, pods int32, run string) *addontest.ReplicatedJobWrapper {
+	return addontest.ReplicatedJob(name).Replicas(replicas).Pods(pods).CompletionMode(nil).
+		PodAnnotation(framework.DelayAnnotationKey, run)
 }
 
 // runFor sets the run time of the pods of every ReplicatedJob named.
@@ -96,7 +36,7 @@ func runFor(js *jobsetv1alpha2.JobSet, run string, names ...string) {
 			if rj.Template.Spec.Template.Annotations == nil {
 				rj.Template.Spec.Template.Annotations = map[string]string{}
 			}
-			rj.Template.Spec.Template.Annotations[testbed.DelayAnnotationKey] = run
+			rj.Template.Spec.Template.Annotations[framework.DelayAnnotationKey] = run
 		}
 	}
 }

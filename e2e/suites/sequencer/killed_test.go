@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -25,13 +25,13 @@ func TestSequencerKilled(t *testing.T) {
 	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("the sequencer killed mid-sequence", "it comes back and finishes, never early", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		tb, err := testbed.DefaultConfig()
+		tb, err := framework.DefaultConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
 		leader := func() string {
 			var lease coordinationv1.Lease
-			if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.AddonNamespace, Name: "sequencer.jobset-addons.io"}, &lease); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: framework.AddonNamespace, Name: "sequencer.jobset-addons.io"}, &lease); err != nil {
 				t.Fatalf("the sequencer's lease: %v", err)
 			}
 			return ptr.Deref(lease.Spec.HolderIdentity, "")
@@ -40,14 +40,14 @@ func TestSequencerKilled(t *testing.T) {
 		stop := func() {
 			t.Helper()
 			killed = leader()
-			if err := testbed.KillAddon(tb, addonName); err != nil {
+			if err := framework.KillAddon(tb, addonName); err != nil {
 				t.Fatalf("killing the sequencer: %v", err)
 			}
 		}
 		// start starts the sequencer again and waits until it leads.
 		start := func() {
 			t.Helper()
-			if err := testbed.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...); err != nil {
+			if err := framework.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...); err != nil {
 				t.Fatalf("starting the sequencer: %v", err)
 			}
 			framework.Eventually(ctx, t, 30*time.Second, "the new sequencer leads", func(context.Context) (bool, string, error) {
@@ -61,8 +61,8 @@ func TestSequencerKilled(t *testing.T) {
 			}
 		}()
 
-		js := newJobSet(framework.NamespaceFrom(ctx), "killed").inOrder().
-			replicated("a", 1, 1, "15s").replicated("b", 2, 1, "4s").replicated("c", 1, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "killed").InOrder().
+			ReplicatedJobs(replicated("a", 1, 1, "15s"), replicated("b", 2, 1, "4s"), replicated("c", 1, 1, "1s")).Obj()
 		pods := func(rj string) []corev1.Pod {
 			var list corev1.PodList
 			if err := c.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name, contract.ReplicatedJobNameLabelKey: rj}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 const addonName = "sequencer"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 // probe passes once the apiserver calls the sequencer's webhooks: a dry-run create of an
 // InOrder JobSet comes back with its second ReplicatedJob gated.
 func probe(ctx context.Context, c client.Client) error {
-	js := newJobSet(corev1.NamespaceDefault, "probe").inOrder().replicated("a", 1, 1, "1s").replicated("b", 1, 1, "1s").JobSet
+	js := addontest.JobSet(corev1.NamespaceDefault, "probe").InOrder().ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 1, 1, "1s")).Obj()
 	if err := c.Create(ctx, js, client.DryRunAll); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -21,8 +21,8 @@ import (
 func TestReadyMode(t *testing.T) {
 	f := framework.NamespacedFeature("wait-for Ready", "b runs beside a once a is ready", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		js := newJobSet(framework.NamespaceFrom(ctx), "ready").inOrder().annotate(contract.WaitForAnnotationKey, "Ready").
-			replicated("a", 2, 2, "12s").replicated("b", 1, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "ready").InOrder().Annotation(contract.WaitForAnnotationKey, "Ready").
+			ReplicatedJobs(replicated("a", 2, 2, "12s"), replicated("b", 1, 1, "1s")).Obj()
 		w := startWatch(ctx, t, c, js, sequence{
 			pods: map[string]int{"a": 4, "b": 1},
 			deps: map[string][]dep{"b": {{"a", contract.DependencyReady}}},
@@ -54,8 +54,8 @@ func TestReadyMode(t *testing.T) {
 func TestThreeStageChain(t *testing.T) {
 	f := framework.NamespacedFeature("a three-stage chain", "each stage after the one before", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		js := newJobSet(framework.NamespaceFrom(ctx), "chain").inOrder().
-			replicated("a", 2, 1, "2s").replicated("b", 1, 2, "2s").replicated("c", 2, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "chain").InOrder().
+			ReplicatedJobs(replicated("a", 2, 1, "2s"), replicated("b", 1, 2, "2s"), replicated("c", 2, 1, "1s")).Obj()
 		w := startWatch(ctx, t, c, js, sequence{
 			pods: map[string]int{"a": 2, "b": 2, "c": 2},
 			deps: map[string][]dep{"b": {{"a", contract.DependencyComplete}}, "c": {{"b", contract.DependencyComplete}}},
@@ -77,10 +77,10 @@ func TestThreeStageChain(t *testing.T) {
 func TestRestartMidSequence(t *testing.T) {
 	f := framework.NamespacedFeature("a restart in the middle of the sequence", "the sequence starts again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		js := newJobSet(framework.NamespaceFrom(ctx), "restart").inOrder().maxRestarts(1).
-			replicated("a", 1, 1, "2s").
-			replicated("b", 1, 1, "1s").podAnnotate(testbed.FailFirstAttemptAnnotationKey, "true").
-			replicated("c", 1, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "restart").InOrder().MaxRestarts(1).
+			ReplicatedJobs(replicated("a", 1, 1, "2s"),
+				replicated("b", 1, 1, "1s").PodAnnotation(framework.FailFirstAttemptAnnotationKey, "true"),
+				replicated("c", 1, 1, "1s")).Obj()
 		w := startWatch(ctx, t, c, js, sequence{
 			pods: map[string]int{"a": 1, "b": 1, "c": 1},
 			deps: map[string][]dep{"b": {{"a", contract.DependencyComplete}}, "c": {{"b", contract.DependencyComplete}}},
@@ -107,8 +107,8 @@ func TestRestartMidSequence(t *testing.T) {
 func TestSuspendResume(t *testing.T) {
 	f := framework.NamespacedFeature("suspend and resume", "nothing released while suspended", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		js := newJobSet(framework.NamespaceFrom(ctx), "suspend").inOrder().
-			replicated("a", 1, 1, "1s").replicated("b", 2, 1, "6s").replicated("c", 1, 1, "1s").JobSet
+		js := addontest.JobSet(framework.NamespaceFrom(ctx), "suspend").InOrder().
+			ReplicatedJobs(replicated("a", 1, 1, "1s"), replicated("b", 2, 1, "6s"), replicated("c", 1, 1, "1s")).Obj()
 		js.Spec.Suspend = ptr.To(true)
 		w := startWatch(ctx, t, c, js, sequence{
 			pods: map[string]int{"a": 1, "b": 2, "c": 1},

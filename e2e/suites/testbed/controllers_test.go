@@ -21,14 +21,13 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 // TestControllerBinaries runs each controller binary that `make build` made against the
 // cluster: it must elect itself leader, serve /healthz, /readyz and /metrics, and on SIGTERM
 // release its lease and exit 0.
 func TestControllerBinaries(t *testing.T) {
-	root, err := testbed.RepoRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +52,7 @@ func runControllerBinary(ctx context.Context, t *testing.T, cfg *envconf.Config,
 	// A serving certificate of its own (external mode): the binary must not touch the webhook
 	// configurations or certificate Secret of an add-on another suite runs meanwhile.
 	certDir := t.TempDir()
-	if _, err := testbed.ServingCert(certDir); err != nil {
+	if _, err := framework.ServingCert(certDir); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin,

@@ -19,7 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 func podSpec() corev1.PodSpec {
@@ -41,23 +41,10 @@ func TestJobSetCompletes(t *testing.T) {
 		Assess("completed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := framework.Client(t, cfg)
 			ns := framework.NamespaceFrom(ctx)
-			rjob := func(name string) jobsetv1alpha2.ReplicatedJob {
-				return jobsetv1alpha2.ReplicatedJob{
-					Name:     name,
-					Replicas: 2,
-					Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-						Parallelism: ptr.To[int32](2),
-						Completions: ptr.To[int32](2),
-						Template:    corev1.PodTemplateSpec{Spec: podSpec()},
-					}},
-				}
+			rjob := func(name string) *addontest.ReplicatedJobWrapper {
+				return addontest.ReplicatedJob(name).Replicas(2).Pods(2).CompletionMode(nil).BackoffLimit(nil).Requests("100m", "")
 			}
-			js := &jobsetv1alpha2.JobSet{
-				ObjectMeta: metav1.ObjectMeta{Name: "two-by-two", Namespace: ns},
-				Spec: jobsetv1alpha2.JobSetSpec{
-					ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rjob("leader"), rjob("workers")},
-				},
-			}
+			js := addontest.JobSet(ns, "two-by-two").ReplicatedJobs(rjob("leader"), rjob("workers")).Obj()
 			if err := c.Create(ctx, js); err != nil {
 				t.Fatalf("creating JobSet: %v", err)
 			}
@@ -222,7 +209,7 @@ func TestJobDeletionCollectsPods(t *testing.T) {
 			ns := framework.NamespaceFrom(ctx)
 			tmpl := corev1.PodTemplateSpec{
 				// Long enough to still run when the Job is deleted.
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "10m"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{framework.DelayAnnotationKey: "10m"}},
 				Spec:       podSpec(),
 			}
 			job := &batchv1.Job{

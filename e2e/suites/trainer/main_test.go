@@ -1,4 +1,4 @@
-// Package trainer_test runs Kubeflow Trainer (testbed.TrainerVersion, its controller manager
+// Package trainer_test runs Kubeflow Trainer (framework.TrainerVersion, its controller manager
 // beside JobSet on the testbed, `testbedctl trainer`) with all four add-ons and the gang
 // schedulers, and checks TrainJobs whose runtime's JobSet template carries the add-ons'
 // annotations: KEP-572 story 2 (the initializers' shared PVC made by volumeclaims, the trainer
@@ -18,13 +18,12 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 var testenv env.Environment
 
 func TestMain(m *testing.M) {
-	tb, err := testbed.DefaultConfig()
+	tb, err := framework.DefaultConfig()
 	if err != nil {
 		panic(err)
 	}
@@ -33,16 +32,16 @@ func TestMain(m *testing.M) {
 	// The gang schedulers first (their CRDs: podgroups and Trainer watch the PodGroup kinds
 	// served when they start), then Trainer, then the add-ons.
 	e.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		if err := testbed.StartGangSchedulers(ctx, tb, log); err != nil {
+		if err := framework.StartGangSchedulers(ctx, tb, log); err != nil {
 			return ctx, err
 		}
-		return ctx, testbed.StartTrainer(ctx, tb, log)
+		return ctx, framework.StartTrainer(ctx, tb, log)
 	})
-	for _, a := range testbed.Addons {
+	for _, a := range framework.Addons {
 		e = framework.WithAddon(e, a, nil)
 	}
 	e.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		return ctx, testbed.StopTrainer(ctx, tb)
+		return ctx, framework.StopTrainer(ctx, tb)
 	})
 	testenv = e
 	os.Exit(testenv.Run(m))

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -207,8 +206,8 @@ func TestStory2(t *testing.T) {
 			if got := p.Labels[contract.CoschedulingPodGroupLabelKey]; got != want {
 				t.Errorf("pod %s (%s) pod-group %q, want %q", p.Name, rj, got, want)
 			}
-			if p.Spec.SchedulerName != testbed.CoschedulingSchedulerName {
-				t.Errorf("pod %s schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, testbed.CoschedulingSchedulerName)
+			if p.Spec.SchedulerName != framework.CoschedulingSchedulerName {
+				t.Errorf("pod %s schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, framework.CoschedulingSchedulerName)
 			}
 		}
 		if want := map[string]int{"dataset-initializer": 1, "model-initializer": 1, "node": 2}; !mapsEqual(perRJ, want) {

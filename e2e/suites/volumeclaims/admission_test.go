@@ -23,6 +23,14 @@ const annotationPath = "metadata.annotations[volumeclaims.jobset-addons.io/polic
 
 const pvcSpec = `spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`
 
+// tp is the path of the first template of the first policy.
+const tp = annotationPath + "[0].templates[0]"
+
+// withSpec is one shared policy of one template, data, of the PVC spec spec.
+func withSpec(spec string) string {
+	return `[{templates: [{metadata: {name: data}, spec: ` + spec + `}]}]`
+}
+
 // TestBadInputRefused: every bad policy is refused at admission, with the field path of each
 // mistake, and nothing is created.
 func TestBadInputRefused(t *testing.T) {
@@ -65,6 +73,20 @@ func TestBadInputRefused(t *testing.T) {
 				js.Spec.ReplicatedJobs[0].Template.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
 			},
 			wantPaths: []string{annotationPath + "[0].targetReplicatedJobs[0]"}},
+		// Refused by the API server, in a dry run of the PVC (admitted before issue 34).
+		{name: "api: no access modes", policies: withSpec(`{resources: {requests: {storage: 1Gi}}}`), wantPaths: []string{tp + ".spec.accessModes"}},
+		{name: "api: unknown access mode", policies: withSpec(`{accessModes: [ReadWriteSometimes], resources: {requests: {storage: 1Gi}}}`), wantPaths: []string{tp + ".spec.accessModes"}},
+		{name: "api: ReadWriteOncePod with another mode", policies: withSpec(`{accessModes: [ReadWriteOncePod, ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`), wantPaths: []string{tp + ".spec.accessModes"}},
+		{name: "api: negative storage", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: -1Gi}}}`), wantPaths: []string{tp + ".spec.resources[storage]"}},
+		{name: "api: zero storage", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: "0"}}}`), wantPaths: []string{tp + ".spec.resources[storage]"}},
+		{name: "api: selector operator", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, selector: {matchExpressions: [{key: disk, operator: Near, values: [ssd]}]}}`), wantPaths: []string{tp + ".spec.selector.matchExpressions[0].operator"}},
+		{name: "api: selector label value", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, selector: {matchLabels: {disk: "not a value"}}}`), wantPaths: []string{tp + ".spec.selector.matchLabels"}},
+		{name: "api: storageClassName", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, storageClassName: Fast_SSD}`), wantPaths: []string{tp + ".spec.storageClassName"}},
+		{name: "api: volumeMode", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, volumeMode: Raw2}`), wantPaths: []string{tp + ".spec.volumeMode"}},
+		{name: "api: dataSource without a name", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, dataSource: {kind: PersistentVolumeClaim}}`), wantPaths: []string{tp + ".spec.dataSource.name"}},
+		{name: "api: dataSource and dataSourceRef differ", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, dataSource: {kind: PersistentVolumeClaim, name: a}, dataSourceRef: {kind: PersistentVolumeClaim, name: b}}`), wantPaths: []string{tp + ".spec"}},
+		{name: "api: volumeAttributesClassName", policies: withSpec(`{accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, volumeAttributesClassName: Gold_Class}`), wantPaths: []string{tp + ".spec.volumeAttributesClassName"}},
+		{name: "api: per-pod template, negative storage", policies: `[{targetReplicatedJobs: [a], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: -5Mi}}}}]}]`, wantPaths: []string{tp + ".spec.resources[storage]"}},
 		{name: "several mistakes at once", policies: `[{targetReplicatedJobs: [c], templates: [{metadata: {name: nothing}, ` + pvcSpec + `}], retentionPolicy: {whenFailed: Keep}}]`,
 			wantPaths: []string{annotationPath + "[0].retentionPolicy.whenFailed", annotationPath + "[0].targetReplicatedJobs[0]"}},
 	}
@@ -77,7 +99,15 @@ func TestBadInputRefused(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(js)
 			}
-			paths, err := framework.CreateRefused(ctx, t, c, js)
+			// Not CreateRefused, which stops the feature: every bad input is tried.
+			err := c.Create(ctx, js)
+			if err == nil {
+				_ = c.Delete(ctx, js)
+				t.Errorf("admitted; want it refused at %q", tc.wantPaths)
+				return ctx
+			}
+			paths, _ := framework.CausePaths(err)
+			framework.ExpectCauses(t, err, js.Namespace)
 			for _, want := range tc.wantPaths {
 				if !slices.Contains(paths, want) {
 					t.Errorf("causes %q: want one at %s\n(error: %v)", paths, want, err)

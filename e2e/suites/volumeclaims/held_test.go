@@ -15,7 +15,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -75,7 +74,7 @@ func TestHeldClaims(t *testing.T) {
   retentionPolicy: {whenComplete: Delete, finishedPods: %s}
 `, finishedPods), replicatedJob("w", 2, 1, "ckpt"), replicatedJob("long", 1, 1))
 			for i, d := range []string{"1s", "90s"} {
-				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations = map[string]string{testbed.DelayAnnotationKey: d}
+				js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations = map[string]string{framework.DelayAnnotationKey: d}
 			}
 			names := perPodNames("ckpt", js.Name, "w", 2, 1)
 			framework.CreateAll(ctx, t, c, js)

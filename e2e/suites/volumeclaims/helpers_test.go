@@ -10,49 +10,28 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // newJobSet is a JobSet with the policies annotation (none when policies is empty).
-func newJobSet(ns, name, policies string, rjobs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjobs},
-	}
+func newJobSet(ns, name, policies string, rjobs ...*addontest.ReplicatedJobWrapper) *jobsetv1alpha2.JobSet {
+	js := addontest.JobSet(ns, name).ReplicatedJobs(rjobs...)
 	if policies != "" {
-		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: policies}
+		js.VolumeClaimsPolicies(policies)
 	}
-	return js
+	return js.Obj()
 }
 
 // replicatedJob has replicas Jobs of completions pods (all at once), no retries, whose one
 // container mounts the volumes named mounts.
-func replicatedJob(name string, replicas, completions int32, mounts ...string) jobsetv1alpha2.ReplicatedJob {
-	c := corev1.Container{Name: "main", Image: "busybox"}
-	for _, m := range mounts {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m, MountPath: "/" + m})
-	}
-	return jobsetv1alpha2.ReplicatedJob{
-		Name:     name,
-		Replicas: replicas,
-		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-			Parallelism:  ptr.To(completions),
-			Completions:  ptr.To(completions),
-			BackoffLimit: ptr.To[int32](0),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{c},
-			}},
-		}},
-	}
+func replicatedJob(name string, replicas, completions int32, mounts ...string) *addontest.ReplicatedJobWrapper {
+	return addontest.ReplicatedJob(name).Replicas(replicas).Pods(completions).CompletionMode(nil).Mount(mounts...)
 }
 
 // podAnnotate sets an annotation on the pod templates of every ReplicatedJob of js.
@@ -259,4 +238,4 @@ func keys[V any](m map[string]V) []string {
 
 // delay makes the pods of js run for d, so that the test sees them and their PVCs before the
 // JobSet finishes.
-func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, testbed.DelayAnnotationKey, d) }
+func delay(js *jobsetv1alpha2.JobSet, d string) { podAnnotate(js, framework.DelayAnnotationKey, d) }

@@ -16,7 +16,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -55,7 +54,7 @@ func TestRetentionMatrix(t *testing.T) {
 				js := newJobSet(ns, name, policiesWith(retention), replicatedJob("w", 2, 2, "data", "ckpt"))
 				delay(js, "2s")
 				if event == "fail" {
-					podAnnotate(js, testbed.FailAnnotationKey, "true")
+					podAnnotate(js, framework.FailAnnotationKey, "true")
 				}
 				framework.CreateAll(ctx, t, c, js)
 				uids := waitClaimsBound(ctx, t, c, ns, name, allClaims(name))
@@ -100,7 +99,7 @@ func TestRestartKeepsClaims(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		js := newJobSet(ns, "restarts", policiesWith("{whenFailed: Delete}"), replicatedJob("w", 2, 2, "data", "ckpt"))
 		js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2}
-		podAnnotate(js, testbed.FailFirstAttemptAnnotationKey, "true")
+		podAnnotate(js, framework.FailFirstAttemptAnnotationKey, "true")
 		framework.CreateAll(ctx, t, c, js)
 		before := waitClaimsBound(ctx, t, c, ns, js.Name, allClaims(js.Name))
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)

@@ -15,13 +15,12 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
-	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 )
 
 // TestStories applies the KEP-572 stories of examples/volumeclaims and checks the PVCs they
 // get, that each pod mounts its own, and what retention leaves when the JobSet completes.
 func TestStories(t *testing.T) {
-	root, err := testbed.RepoRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func TestStories(t *testing.T) {
 		file: "story2-shared-initializer.yaml", ns: "default", jobSet: "trainjob-qwen2-5",
 		shared:    map[string]string{"initializer": "initializer-trainjob-qwen2-5"},
 		want:      []string{"initializer-trainjob-qwen2-5"},
-		minJobSet: testbed.DependsOnFanInSince,
+		minJobSet: framework.DependsOnFanInSince,
 		why:       "the story's upstream dependsOn names two predecessors; JobSet v0.8.0's CRD allows one (dependsOn maxItems: 1)",
 	}, {
 		file: "story3-hybrid.yaml", ns: "default", jobSet: "hybrid-training",

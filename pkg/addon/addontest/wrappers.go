@@ -48,7 +48,7 @@ func (w *JobSetWrapper) UID(uid string) *JobSetWrapper {
 
 // Annotation sets an annotation of the JobSet.
 func (w *JobSetWrapper) Annotation(key, value string) *JobSetWrapper {
-	w.Annotations = set(w.Annotations, key, value)
+	w.JobSet.Annotations = set(w.JobSet.Annotations, key, value)
 	return w
 }
 
@@ -58,6 +58,32 @@ func (w *JobSetWrapper) Annotate(kv ...string) *JobSetWrapper {
 		w.Annotation(kv[i], kv[i+1])
 	}
 	return w
+}
+
+// Annotations sets every annotation of m (a test table's annotations; nil sets none).
+func (w *JobSetWrapper) Annotations(m map[string]string) *JobSetWrapper {
+	for k, v := range m {
+		w.Annotation(k, v)
+	}
+	return w
+}
+
+// InOrder sets the sequencer's execution-policy InOrder: each ReplicatedJob waits for the one
+// before it.
+func (w *JobSetWrapper) InOrder() *JobSetWrapper {
+	return w.Annotation(contract.ExecutionPolicyAnnotationKey, string(contract.ExecutionPolicyInOrder))
+}
+
+// VolumeClaimsPolicies sets volumeclaims' policies annotation: value is its YAML list of
+// policies.
+func (w *JobSetWrapper) VolumeClaimsPolicies(value string) *JobSetWrapper {
+	return w.Annotation(contract.PoliciesAnnotationKey, value)
+}
+
+// VolumeClaimsAdmitted sets the marker volumeclaims' mutating webhook leaves on a JobSet it
+// injected.
+func (w *JobSetWrapper) VolumeClaimsAdmitted() *JobSetWrapper {
+	return w.Annotation(contract.VolumeClaimsAdmittedAnnotationKey, contract.EnabledValue)
 }
 
 // Label sets a label of the JobSet.
@@ -89,6 +115,21 @@ func (w *JobSetWrapper) MaxRestarts(n int32) *JobSetWrapper {
 // ManagedBy sets spec.managedBy.
 func (w *JobSetWrapper) ManagedBy(controller string) *JobSetWrapper {
 	w.Spec.ManagedBy = ptr.To(controller)
+	return w
+}
+
+// StartupPolicy sets upstream JobSet's spec.startupPolicy to the order given.
+func (w *JobSetWrapper) StartupPolicy(order jobsetv1alpha2.StartupPolicyOptions) *JobSetWrapper {
+	w.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: order}
+	return w
+}
+
+// OwnedByTrainJob makes the Kubeflow Trainer TrainJob name the JobSet's controller (UID "u"), as
+// Trainer creates the JobSet of a TrainJob.
+func (w *JobSetWrapper) OwnedByTrainJob(name string) *JobSetWrapper {
+	w.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name, UID: "u", Controller: ptr.To(true),
+	}}
 	return w
 }
 
@@ -163,10 +204,28 @@ func (w *ReplicatedJobWrapper) CompletionMode(m *batchv1.CompletionMode) *Replic
 	return w
 }
 
+// BackoffLimit sets the Job template's backoffLimit; nil leaves it unset (the Job API's default
+// of 6 retries), as a user who does not write it gets.
+func (w *ReplicatedJobWrapper) BackoffLimit(n *int32) *ReplicatedJobWrapper {
+	w.Template.Spec.BackoffLimit = n
+	return w
+}
+
 // DependsOn adds upstream JobSet's dependsOn on name, with status Complete.
 func (w *ReplicatedJobWrapper) DependsOn(name string) *ReplicatedJobWrapper {
-	w.ReplicatedJob.DependsOn = append(w.ReplicatedJob.DependsOn, jobsetv1alpha2.DependsOn{Name: name, Status: jobsetv1alpha2.DependencyComplete})
+	return w.DependsOnStatus(name, jobsetv1alpha2.DependencyComplete)
+}
+
+// DependsOnStatus adds upstream JobSet's dependsOn on name, with the status given.
+func (w *ReplicatedJobWrapper) DependsOnStatus(name string, status jobsetv1alpha2.DependsOnStatus) *ReplicatedJobWrapper {
+	w.ReplicatedJob.DependsOn = append(w.ReplicatedJob.DependsOn, jobsetv1alpha2.DependsOn{Name: name, Status: status})
 	return w
+}
+
+// DependsOnAnnotation sets the sequencer's depends-on annotation of the Job template: value is
+// its YAML list of predecessors.
+func (w *ReplicatedJobWrapper) DependsOnAnnotation(value string) *ReplicatedJobWrapper {
+	return w.JobAnnotation(contract.DependsOnAnnotationKey, value)
 }
 
 // JobAnnotation sets an annotation of the Job template (where resourceclaims' templates and the
@@ -205,12 +264,23 @@ func (w *ReplicatedJobWrapper) PriorityClass(name string) *ReplicatedJobWrapper 
 
 // Containers replaces the containers with one of busybox for each name.
 func (w *ReplicatedJobWrapper) Containers(names ...string) *ReplicatedJobWrapper {
-	spec := w.PodSpec()
-	spec.Containers = nil
-	for _, n := range names {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: n, Image: "busybox"})
-	}
+	w.PodSpec().Containers = busybox(names)
 	return w
+}
+
+// InitContainers replaces the init containers with one of busybox for each name.
+func (w *ReplicatedJobWrapper) InitContainers(names ...string) *ReplicatedJobWrapper {
+	w.PodSpec().InitContainers = busybox(names)
+	return w
+}
+
+// busybox is a container of busybox for each name (nil for none).
+func busybox(names []string) []corev1.Container {
+	var cs []corev1.Container
+	for _, n := range names {
+		cs = append(cs, corev1.Container{Name: n, Image: "busybox"})
+	}
+	return cs
 }
 
 // Requests sets the requests of every container: cpu and memory (empty: not requested).
@@ -329,15 +399,39 @@ func (w *JobWrapper) Annotation(key, value string) *JobWrapper {
 	return w
 }
 
+// Label sets a label of the Job.
+func (w *JobWrapper) Label(key, value string) *JobWrapper {
+	w.Labels = set(w.Labels, key, value)
+	return w
+}
+
+// ControlledBy makes js the Job's controller, as upstream JobSet does.
+func (w *JobWrapper) ControlledBy(js *jobsetv1alpha2.JobSet) *JobWrapper {
+	w.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))}
+	return w
+}
+
 // Finished adds the condition t (JobComplete or JobFailed), True.
 func (w *JobWrapper) Finished(t batchv1.JobConditionType) *JobWrapper {
 	w.Status.Conditions = append(w.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue})
 	return w
 }
 
+// Complete adds the condition JobComplete, True, with the pods that succeeded to complete it
+// (completions; 1 when unset).
+func (w *JobWrapper) Complete() *JobWrapper {
+	return w.Succeeded(ptr.Deref(w.Spec.Completions, 1)).Finished(batchv1.JobComplete)
+}
+
 // Ready sets status.ready.
 func (w *JobWrapper) Ready(n int32) *JobWrapper {
 	w.Status.Ready = ptr.To(n)
+	return w
+}
+
+// Succeeded sets status.succeeded, the pods that succeeded.
+func (w *JobWrapper) Succeeded(n int32) *JobWrapper {
+	w.Status.Succeeded = n
 	return w
 }
 
@@ -370,6 +464,17 @@ func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }
 func (w *PodWrapper) Name(name string) *PodWrapper {
 	w.Pod.Name, w.GenerateName = name, ""
 	return w
+}
+
+// UID sets metadata.uid.
+func (w *PodWrapper) UID(uid string) *PodWrapper {
+	w.Pod.UID = types.UID(uid)
+	return w
+}
+
+// Attempt sets the restart attempt the pod belongs to (the label JobSet gives its pods).
+func (w *PodWrapper) Attempt(n int) *PodWrapper {
+	return w.Label(contract.RestartAttemptLabelKey, strconv.Itoa(n))
 }
 
 // Label sets a label of the pod.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -67,5 +68,87 @@ func TestWrappers(t *testing.T) {
 	variant := base.Clone().Suspend(true)
 	if base.Spec.Suspend != nil || !*variant.Spec.Suspend {
 		t.Errorf("Clone shares state with its base")
+	}
+}
+
+// TestWrapperMethods: each method sets what its comment says, and nothing else.
+func TestWrapperMethods(t *testing.T) {
+	js := JobSet("ns", "train").UID("js-uid").ReplicatedJobs(ReplicatedJob("w")).Obj()
+	cases := map[string]struct {
+		got, want any
+	}{
+		"JobSet Annotations": {
+			got:  JobSet("ns", "a").Annotation("x", "0").Annotations(map[string]string{"y": "1", "z": "2"}).Obj().Annotations,
+			want: map[string]string{"x": "0", "y": "1", "z": "2"},
+		},
+		"JobSet Annotations nil": {got: JobSet("ns", "a").Annotations(nil).Obj().Annotations, want: map[string]string(nil)},
+		"JobSet InOrder": {
+			got:  JobSet("ns", "a").InOrder().Obj().Annotations,
+			want: map[string]string{contract.ExecutionPolicyAnnotationKey: "InOrder"},
+		},
+		"JobSet VolumeClaimsPolicies and VolumeClaimsAdmitted": {
+			got: JobSet("ns", "a").VolumeClaimsPolicies("[]").VolumeClaimsAdmitted().Obj().Annotations,
+			want: map[string]string{
+				contract.PoliciesAnnotationKey: "[]", contract.VolumeClaimsAdmittedAnnotationKey: contract.EnabledValue,
+			},
+		},
+		"JobSet StartupPolicy": {
+			got:  JobSet("ns", "a").StartupPolicy(jobsetv1alpha2.InOrder).Obj().Spec.StartupPolicy,
+			want: &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder},
+		},
+		"JobSet OwnedByTrainJob": {
+			got: JobSet("ns", "a").OwnedByTrainJob("tj").Obj().OwnerReferences,
+			want: []metav1.OwnerReference{{
+				APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "tj", UID: "u", Controller: ptr.To(true),
+			}},
+		},
+		"ReplicatedJob BackoffLimit": {
+			got:  ReplicatedJob("b").BackoffLimit(ptr.To[int32](2)).Obj().Template.Spec.BackoffLimit,
+			want: ptr.To[int32](2),
+		},
+		"ReplicatedJob BackoffLimit nil": {got: ReplicatedJob("b").BackoffLimit(nil).Obj().Template.Spec.BackoffLimit, want: (*int32)(nil)},
+		"ReplicatedJob DependsOnStatus": {
+			got: ReplicatedJob("b").DependsOn("a").DependsOnStatus("c", jobsetv1alpha2.DependencyReady).Obj().DependsOn,
+			want: []jobsetv1alpha2.DependsOn{
+				{Name: "a", Status: jobsetv1alpha2.DependencyComplete}, {Name: "c", Status: jobsetv1alpha2.DependencyReady},
+			},
+		},
+		"ReplicatedJob InitContainers": {
+			got:  ReplicatedJob("b").InitContainers("x").InitContainers("init", "setup").Obj().Template.Spec.Template.Spec.InitContainers,
+			want: []corev1.Container{{Name: "init", Image: "busybox"}, {Name: "setup", Image: "busybox"}},
+		},
+		"ReplicatedJob DependsOnAnnotation": {
+			got:  ReplicatedJob("b").DependsOnAnnotation("- name: a\n").Obj().Template.Annotations,
+			want: map[string]string{contract.DependsOnAnnotationKey: "- name: a\n"},
+		},
+		"Job Label": {
+			got:  Job(js, "w", 0).Label("x", "y").Obj().Labels["x"],
+			want: "y",
+		},
+		"Job ControlledBy": {
+			got: Job(js, "w", 0).ControlledBy(js).Obj().OwnerReferences,
+			want: []metav1.OwnerReference{{
+				APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "js-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		"Job Succeeded": {got: Job(js, "w", 0).Succeeded(2).Obj().Status, want: batchv1.JobStatus{Succeeded: 2}},
+		"Job Complete": {
+			got:  Job(js, "w", 0).Complete().Obj().Status,
+			want: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+		},
+		"Job Complete of 4 completions": {
+			got:  Job(JobSet("ns", "train").ReplicatedJobs(ReplicatedJob("w").Pods(4)).Obj(), "w", 0).Complete().Obj().Status.Succeeded,
+			want: int32(4),
+		},
+		"Pod UID": {got: Pod("ns", "train", "w", 0, 0).UID("p").Obj().UID, want: types.UID("p")},
+		"Pod Attempt": {
+			got:  Pod("ns", "train", "w", 0, 0).Attempt(2).Obj().Labels[contract.RestartAttemptLabelKey],
+			want: "2",
+		},
+	}
+	for name, tc := range cases {
+		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }

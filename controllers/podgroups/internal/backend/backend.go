@@ -91,6 +91,12 @@ type Restorer interface {
 	Restore(oldJS, newJS *jobsetv1alpha2.JobSet) []string
 }
 
+// Warner is a Backend that knows of JobSets it gangs and cannot schedule well, though they are
+// valid: Warnings are the admission Warnings for such a JobSet's gangs.
+type Warner interface {
+	Warnings(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) []string
+}
+
 // Names are the schedulerName each second scheduler's pods get: chart values, flags of the
 // binary.
 type Names struct {

@@ -10,6 +10,7 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -50,3 +51,23 @@ func (Coscheduling) Adopt(have, want client.Object) {
 }
 
 func (Coscheduling) Dropped(gang.Settings, gang.Gang, client.Object) Dropped { return Dropped{} }
+
+// Warnings: a Job of several pods that share its resourceclaims claims in a coscheduling gang.
+// scheduler-plugins (v0.34.7, the first to allocate claims) deadlocks on it: the first pod's
+// claim is being allocated while it waits at Permit for its gang, so its siblings cannot be
+// placed, and the gang is rejected on every retry. One pod a Job, or the kubernetes backend,
+// schedules it.
+func (Coscheduling) Warnings(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) []string {
+	var out []string
+	for _, g := range gangs {
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			rj := jobsets.ReplicatedJob(js, rjName)
+			if rj == nil || jobsets.PodsPerJob(rj) < 2 || len(gang.TemplateClaims(rj)) == 0 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("spec.replicatedJobs[%s]: its Jobs' %d pods share the claims of %s in the coscheduling gang %s, which scheduler-plugins' coscheduling deadlocks on (the first pod's claim is allocated while it waits for the gang, and its siblings cannot be placed): use the kubernetes scheduler, or Jobs of one pod",
+				rjName, jobsets.PodsPerJob(rj), contract.TemplatesAnnotationKey, g.Name))
+		}
+	}
+	return out
+}

@@ -3,13 +3,11 @@ package backend
 import (
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -31,13 +29,12 @@ func kv(kvs ...string) map[string]string {
 }
 
 // jobSet is a JobSet of ReplicatedJobs of the names given, each one Job of one pod.
-func jobSet(name string, annotations map[string]string, replicatedJobs ...string) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: "uid", Annotations: annotations}}
+func jobSet(name string, annotations map[string]string, replicatedJobs ...string) *addontest.JobSetWrapper {
+	w := addontest.JobSet("ns", name).UID("uid").Annotations(annotations)
 	for _, rj := range replicatedJobs {
-		pod := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{Name: rj, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: pod}}})
+		w.ReplicatedJobs(addontest.ReplicatedJob(rj))
 	}
-	return js
+	return w
 }
 
 // read is the JobSet's settings and gangs; an error fails the test.

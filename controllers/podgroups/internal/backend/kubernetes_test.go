@@ -13,16 +13,14 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // twoStages is a JobSet of ReplicatedJobs init and main, two Jobs each.
 func twoStages(annotations map[string]string) *jobsetv1alpha2.JobSet {
-	js := jobSet("js", annotations, "init", "main")
-	for i := range js.Spec.ReplicatedJobs {
-		js.Spec.ReplicatedJobs[i].Replicas = 2
-	}
-	return js
+	return addontest.JobSet("ns", "js").UID("uid").Annotations(annotations).
+		ReplicatedJobs(addontest.ReplicatedJob("init").Replicas(2), addontest.ReplicatedJob("main").Replicas(2)).Obj()
 }
 
 func nativeJobSet(t *testing.T, sequenced bool) (*jobsetv1alpha2.JobSet, []gang.Gang) {
@@ -310,7 +308,7 @@ func TestNativeComposite(t *testing.T) {
 // TestCompositeInject: in a composite gang, Inject marks the Job templates for the Job webhook,
 // and the JobSet is then admitted.
 func TestCompositeInject(t *testing.T) {
-	js := jobSet("train", kv(contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "true"), "a", "b")
+	js := jobSet("train", kv(contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "true"), "a", "b").Obj()
 	s, gangs := read(t, js)
 	Inject(Kubernetes{}, js, s, gangs)
 	for i := range js.Spec.ReplicatedJobs {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -68,7 +67,7 @@ func TestInjectAndAdmitted(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			js := jobSet("train", tc.annotations, "a", "b")
+			js := jobSet("train", tc.annotations, "a", "b").Obj()
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv("keep", "me")
 			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "my-own"
 			gangs, errs := gang.Gangs(js, tc.settings)
@@ -116,7 +115,7 @@ func TestSchedulerNameErrors(t *testing.T) {
 		// kube-scheduler serves any profile name it is configured with.
 		{contract.SchedulerKubernetes, [2]string{"default-scheduler", "my-profile"}, nil},
 	} {
-		js := jobSet("train", nil, "a", "b")
+		js := jobSet("train", nil, "a", "b").Obj()
 		for i, n := range tc.names {
 			js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulerName = n
 		}
@@ -190,10 +189,11 @@ func TestForeignGangs(t *testing.T) {
 			if tc.sequenced {
 				a[inOrder] = "InOrder"
 			}
-			js := jobSet("train", a, "a", "b")
+			w := jobSet("train", a, "a", "b")
 			if tc.trainJob {
-				js.OwnerReferences = []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "train", UID: "u", Controller: ptr.To(true)}}
+				w.OwnedByTrainJob("train")
 			}
+			js := w.Obj()
 			if tc.edit != nil {
 				tc.edit(js)
 			}

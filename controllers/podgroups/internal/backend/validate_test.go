@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			js := jobSet(tc.name, tc.annotations, tc.rjs...)
+			js := jobSet(tc.name, tc.annotations, tc.rjs...).Obj()
 			s, gangs := read(t, js)
 			errs := byScheduler[s.Scheduler].Validate(js, s, gangs)
 			if diff := cmp.Diff(tc.wantErrs, fieldErrs(errs)); diff != "" {

@@ -12,6 +12,10 @@ const (
 	ReasonDeleted = "PodGroupDeleted"
 	// ReasonFailed: creating, updating or deleting a PodGroup failed; the reconcile retries.
 	ReasonFailed = "PodGroupFailed"
+	// ReasonRefused: the API server refuses to create a gang object and will go on refusing it as
+	// it is (addon.Refused: a policy or a schema an upgrade brought); the reconcile retries with
+	// back-off, and the note is told once (addon.Tell folds its repeats into one series).
+	ReasonRefused = "PodGroupsRefused"
 	// ReasonNameTaken: a PodGroup of the gang's name exists and is not ours; it is left alone
 	// and the gang's pods will be scheduled against it.
 	ReasonNameTaken = "PodGroupNameTaken"

@@ -59,11 +59,11 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	case created:
 		workloadsWritten.WithLabelValues("created").Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a Workload", "workload", want.Name, "templates", len(p.gangs))
-		r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonWorkloadCreated, actionCreate,
+		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonWorkloadCreated, actionCreate,
 			"Created Workload %s: %d PodGroup templates, one per gang", want.Name, len(p.gangs))
 	case updated:
 		workloadsWritten.WithLabelValues("updated").Inc()
-		r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonWorkloadUpdated, actionUpdate,
+		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonWorkloadUpdated, actionUpdate,
 			"Updated Workload %s to the JobSet's demand (its templates' minCount)", want.Name)
 	case notOurs:
 		r.warnOnce(js, ReasonWorkloadNameTaken, "name-taken",
@@ -92,7 +92,7 @@ func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.Job
 	switch did {
 	case created:
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a CompositePodGroup", "compositePodGroup", g.Name, "jobs", len(g.Jobs))
-		r.Recorder.Eventf(js, want, corev1.EventTypeNormal, ReasonCompositeCreated, actionCreate,
+		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonCompositeCreated, actionCreate,
 			"Created CompositePodGroup %s: all of its %d Jobs or none, each Job a PodGroup of its own", g.Name, len(g.Jobs))
 	case notOurs:
 		r.warnOnce(js, ReasonNameTaken, "name-taken",
@@ -138,7 +138,7 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	}
 	workloadsWritten.WithLabelValues("deleted").Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a Workload", "workload", name)
-	r.Recorder.Eventf(js, wl, corev1.EventTypeNormal, ReasonWorkloadDeleted, actionDelete, "Deleted Workload %s: the JobSet finished", name)
+	addon.Tell(r.Recorder, js, wl, corev1.EventTypeNormal, ReasonWorkloadDeleted, actionDelete, "Deleted Workload %s: the JobSet finished", name)
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.Jo
 			return err
 		}
 		if deleted {
-			r.Recorder.Eventf(js, cpg, corev1.EventTypeNormal, ReasonCompositeDeleted, actionDelete, "Deleted CompositePodGroup %s: the JobSet finished", cpg.Name)
+			addon.Tell(r.Recorder, js, cpg, corev1.EventTypeNormal, ReasonCompositeDeleted, actionDelete, "Deleted CompositePodGroup %s: the JobSet finished", cpg.Name)
 		}
 	}
 	return nil

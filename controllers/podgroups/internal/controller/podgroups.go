@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
 // ensure creates the gang's PodGroup, or updates ours when the demand changed. have is the
@@ -24,16 +25,16 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p pl
 	case created:
 		podGroupsCreated.WithLabelValues(scheduler).Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
-		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
+		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
 			"Created %s PodGroup %s: %s", scheduler, g.Name, b.Demand(g))
 		r.tellDropped(js, b.Dropped(p.settings, g, got), true)
 	case replaced:
 		podGroupsDeleted.WithLabelValues(scheduler).Inc()
-		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonDeleted, actionDelete,
+		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonDeleted, actionDelete,
 			"Deleted %s PodGroup %s to make it again: its claims are not the Job's of restart attempt %d, and a PodGroup's claims cannot change", scheduler, g.Name, js.Status.Restarts)
 	case updated:
 		podGroupsUpdated.WithLabelValues(scheduler).Inc()
-		r.Recorder.Eventf(js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
+		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
 			"Updated %s PodGroup %s to the JobSet's demand: %s", scheduler, g.Name, b.Demand(g))
 		r.tellDropped(js, b.Dropped(p.settings, g, got), false)
 	case notOurs:
@@ -65,6 +66,6 @@ func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobS
 	}
 	podGroupsDeleted.WithLabelValues(string(b.Scheduler())).Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a PodGroup", "podGroup", pg.GetName(), "why", why)
-	r.Recorder.Eventf(js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler(), pg.GetName(), why)
+	addon.Tell(r.Recorder, js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler(), pg.GetName(), why)
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -28,11 +27,13 @@ import (
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := r.Clock.Now()
 	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
-	js, err := r.load(ctx, req)
-	if js == nil || err != nil {
+	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
+	if !ok || !gang.Uses(js) {
+		if js != nil {
+			r.warned.Forget(js.UID)
+		}
 		return ctrl.Result{}, err
 	}
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js)))
 	p, ok := r.plan(js)
 	if !ok {
 		return ctrl.Result{}, nil
@@ -53,20 +54,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	pending, errs := r.ensureGangs(ctx, js, p, w, have, made)
 	errs = r.deleteStale(ctx, js, p, w, have, errs)
 	return r.finish(js, waiting || pending, errs)
-}
-
-// load is the JobSet of req, or nil when there is none to reconcile: gone, being deleted, or
-// no longer asking for gang scheduling.
-func (r *Reconciler) load(ctx context.Context, req ctrl.Request) (*jobsetv1alpha2.JobSet, error) {
-	js := &jobsetv1alpha2.JobSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if !js.DeletionTimestamp.IsZero() || !gang.Uses(js) {
-		r.warned.Forget(js.UID)
-		return nil, nil
-	}
-	return js, nil
 }
 
 // plan is what a reconcile works from: the JobSet's settings, its gangs and their backend.
@@ -186,18 +173,24 @@ func (r *Reconciler) finish(js *jobsetv1alpha2.JobSet, waiting bool, errs []erro
 	return ctrl.Result{}, nil
 }
 
-// failed tells err (if any) as a Warning on the JobSet, and returns it.
+// failed tells err (if any) as a Warning on the JobSet, and returns it (the reconcile is retried
+// with back-off). A create the API server refuses for good is told as such (ReasonRefused).
 func (r *Reconciler) failed(js *jobsetv1alpha2.JobSet, err error) error {
-	if err != nil {
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
+	switch {
+	case err == nil:
+	case addon.Classify(err) == addon.Refused:
+		reconcileErrors.WithLabelValues("refused").Inc()
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonRefused, actionCreate,
+			"The API server refuses the JobSet's gang objects and will go on refusing them as they are: %v. "+
+				"Its pods are not gang-scheduled until it accepts them; the JobSet is not failed (JobSet owns its status). Retried with back-off", err)
+	default:
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonFailed, actionUpdate, "%v", err)
 	}
 	return err
 }
 
 func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
-	if !r.warned.First(js.UID, reason) {
-		return
+	if r.warned.Warn(r.Recorder, js, nil, reason, actionSkip, format, args...) {
+		reconcileErrors.WithLabelValues(metricReason).Inc()
 	}
-	reconcileErrors.WithLabelValues(metricReason).Inc()
-	r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, reason, actionSkip, format, args...)
 }

@@ -41,11 +41,6 @@ func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
 	return js
 }
 
-func finished(js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
-	js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}}
-	return js
-}
-
 // podGroup is what the reconciler made of the JobSet's gang g before its demand changed: ours,
 // with minMember and a spec hash of another demand.
 func podGroup(t *testing.T, js *jobsetv1alpha2.JobSet, stage int, minMember int32) client.Object {
@@ -126,17 +121,17 @@ func TestReconcile(t *testing.T) {
 		wantEvents []string
 	}{
 		"volcano: one gang, made": {
-			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false).Obj()) },
 			want:       state{PodGroups: map[string]int32{"js": 4}},
 			wantEvents: []string{"Normal PodGroupCreated Created volcano PodGroup js: minMember 4, minResources none"},
 		},
 		"volcano, sequenced: the first stage only, until the second is released": {
-			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(sequenced, false)) },
+			js:         func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(sequenced, false).Obj()) },
 			want:       state{PodGroups: map[string]int32{"js-stage-0": 2}},
 			wantEvents: []string{"Normal PodGroupCreated Created volcano PodGroup js-stage-0: minMember 2, minResources none"},
 		},
 		"volcano: the demand changed, the PodGroup follows": {
-			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false).Obj()) },
 			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
 				return []client.Object{podGroup(t, js, 0, 9)}
 			},
@@ -144,7 +139,9 @@ func TestReconcile(t *testing.T) {
 			wantEvents: []string{"Normal PodGroupUpdated Updated volcano PodGroup js to the JobSet's demand: minMember 4, minResources none"},
 		},
 		"volcano: finished, the PodGroup deleted": {
-			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return finished(admitted(t, twoStages(volcano, false))) },
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(volcano, false).Condition(jobsetv1alpha2.JobSetCompleted).Obj())
+			},
 			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
 				return []client.Object{podGroup(t, js, 0, 4)}
 			},
@@ -152,7 +149,7 @@ func TestReconcile(t *testing.T) {
 			wantEvents: []string{"Normal PodGroupDeleted Deleted volcano PodGroup js: the JobSet finished"},
 		},
 		"volcano: a PodGroup of the name that is not ours is left alone": {
-			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false).Obj()) },
 			objs: func(*testing.T, *jobsetv1alpha2.JobSet) []client.Object {
 				return []client.Object{&volcanov1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js"}, Spec: volcanov1beta1.PodGroupSpec{MinMember: 1}}}
 			},
@@ -161,7 +158,7 @@ func TestReconcile(t *testing.T) {
 				"it is left alone, and the pods that name it are scheduled against it"},
 		},
 		"kubernetes: the Workload, then the PodGroup": {
-			js:   func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(native, false)) },
+			js:   func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(native, false).Obj()) },
 			want: state{PodGroups: map[string]int32{"js": 4}, Workloads: []string{"js"}},
 			wantEvents: []string{
 				"Normal WorkloadCreated Created Workload js: 1 PodGroup templates, one per gang",
@@ -169,7 +166,9 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		"kubernetes: finished, the PodGroup deleted, then the Workload": {
-			js: func(t *testing.T) *jobsetv1alpha2.JobSet { return finished(admitted(t, twoStages(native, false))) },
+			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
+				return admitted(t, twoStages(native, false).Condition(jobsetv1alpha2.JobSetCompleted).Obj())
+			},
 			objs: func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object {
 				s, gangs, _ := gang.Read(js)
 				wl, err := backend.Kubernetes{}.BuildWorkload(js, gangs, s, func(gang.Gang) string { return "" })
@@ -187,7 +186,7 @@ func TestReconcile(t *testing.T) {
 		},
 		"kubernetes, composite: the Workload, the CompositePodGroup, a PodGroup per Job": {
 			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
-				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false).Obj())
 			},
 			composites: true,
 			want:       state{PodGroups: map[string]int32{"js-init-0": 1, "js-init-1": 1, "js-main-0": 1, "js-main-1": 1}, Workloads: []string{"js"}, Composites: []string{"js"}},
@@ -202,20 +201,20 @@ func TestReconcile(t *testing.T) {
 		},
 		"kubernetes, composite, CompositePodGroup not served: nothing made, told once": {
 			js: func(t *testing.T) *jobsetv1alpha2.JobSet {
-				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false))
+				return admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes", contract.CompositeAnnotationKey: "true"}, false).Obj())
 			},
 			want: state{PodGroups: map[string]int32{}},
 			wantEvents: []string{"Warning SchedulerNotInstalled No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) " +
 				"was not served when the podgroups controller started; turn it on and restart the controller"},
 		},
 		"not admitted: nothing made, told once": {
-			js:   func(*testing.T) *jobsetv1alpha2.JobSet { return twoStages(volcano, false) },
+			js:   func(*testing.T) *jobsetv1alpha2.JobSet { return twoStages(volcano, false).Obj() },
 			want: state{PodGroups: map[string]int32{}},
 			wantEvents: []string{"Warning NotAdmitted The JobSet was created while the podgroups webhook was not running: " +
 				"its pods name no PodGroup and are not gang-scheduled; re-create the JobSet"},
 		},
 		"scheduler not installed: nothing made, told once": {
-			js:        func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false)) },
+			js:        func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false).Obj()) },
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 			want:      state{PodGroups: map[string]int32{}},
 			wantEvents: []string{"Warning SchedulerNotInstalled No PodGroup is made: the volcano PodGroup CRD (scheduling.volcano.sh/v1beta1) " +
@@ -223,7 +222,7 @@ func TestReconcile(t *testing.T) {
 		},
 		"invalid settings: nothing made, told once": {
 			js: func(*testing.T) *jobsetv1alpha2.JobSet {
-				return twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ScheduleTimeoutAnnotationKey: "9"}, false)
+				return twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ScheduleTimeoutAnnotationKey: "9"}, false).Obj()
 			},
 			want: state{PodGroups: map[string]int32{}},
 			wantEvents: []string{"Warning InvalidPodGroupSettings No PodGroup is made: " +

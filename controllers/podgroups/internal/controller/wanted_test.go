@@ -3,12 +3,10 @@ package controller
 import (
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,32 +14,19 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-func twoStages(annotations map[string]string, upstream bool) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", UID: "uid", Annotations: annotations}}
-	for _, name := range []string{"init", "main"} {
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 2,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}}})
-	}
+// twoStages is a JobSet of ReplicatedJobs init and main, two Jobs each; main depends on init's
+// completion upstream when upstream is true.
+func twoStages(annotations map[string]string, upstream bool) *addontest.JobSetWrapper {
+	main := addontest.ReplicatedJob("main").Replicas(2)
 	if upstream {
-		js.Spec.ReplicatedJobs[1].DependsOn = []jobsetv1alpha2.DependsOn{{Name: "init", Status: jobsetv1alpha2.DependencyComplete}}
+		main.DependsOn("init")
 	}
-	return js
-}
-
-// job is Job i of the ReplicatedJob in the attempt, Complete or not.
-func job(js *jobsetv1alpha2.JobSet, rj string, i, attempt int, complete bool) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-		Namespace: js.Namespace, Name: js.Name + "-" + rj + "-" + strconv.Itoa(i) + "-a" + strconv.Itoa(attempt),
-		Labels: map[string]string{contract.JobSetNameLabelKey: js.Name, contract.ReplicatedJobNameLabelKey: rj, contract.RestartAttemptLabelKey: strconv.Itoa(attempt)},
-	}}
-	if complete {
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-	}
-	return j
+	return addontest.JobSet("ns", "js").UID("uid").Annotations(annotations).ReplicatedJobs(addontest.ReplicatedJob("init").Replicas(2), main)
 }
 
 func TestWanted(t *testing.T) {
@@ -62,40 +47,45 @@ func TestWanted(t *testing.T) {
 		want     []string
 	}{
 		"not sequenced: the one gang": {
-			js:   &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"}, Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: twoStages(nil, false).Spec.ReplicatedJobs}},
+			js:   twoStages(nil, false).UID("").Obj(),
 			want: []string{"js"},
 		},
-		"finished: none": {js: twoStages(released(0), false), finished: true, want: nil},
+		"finished: none": {js: twoStages(released(0), false).Obj(), finished: true, want: nil},
 		"gated stage 1 not released yet": {
-			js: twoStages(inOrder, false),
+			js: twoStages(inOrder, false).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
-				return []client.Object{job(js, "init", 0, 0, false), job(js, "main", 0, 0, false)}
+				return []client.Object{addontest.Job(js, "init", 0).Obj(), addontest.Job(js, "main", 0).Obj()}
 			},
 			want: []string{"js-stage-0"},
 		},
 		"released, init Complete: stage 0 done, stage 1 runs": {
-			js: twoStages(released(0), false),
+			js: twoStages(released(0), false).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
-				return []client.Object{job(js, "init", 0, 0, true), job(js, "init", 1, 0, true), job(js, "main", 0, 0, false)}
+				return []client.Object{addontest.Job(js, "init", 0).Complete().Obj(), addontest.Job(js, "init", 1).Complete().Obj(), addontest.Job(js, "main", 0).Obj()}
 			},
 			want: []string{"js-stage-1"},
 		},
 		"released in an earlier attempt: not for this one": {
-			js: twoStages(released(0), false), restarts: 1,
+			js: twoStages(released(0), false).Obj(), restarts: 1,
 			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
-				return []client.Object{job(js, "init", 0, 0, true), job(js, "init", 1, 0, true), job(js, "init", 0, 1, false)}
+				return []client.Object{
+					addontest.Job(js, "init", 0).Complete().Obj(), addontest.Job(js, "init", 1).Complete().Obj(),
+					addontest.Job(js, "init", 0).Attempt(1).Name("js-init-0-r1").Obj(),
+				}
 			},
 			want: []string{"js-stage-0"},
 		},
 		"upstream dependsOn, main's Jobs not made yet": {
-			js:   twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano"}, true),
-			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object { return []client.Object{job(js, "init", 0, 0, false)} },
+			js: twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano"}, true).Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
+				return []client.Object{addontest.Job(js, "init", 0).Obj()}
+			},
 			want: []string{"js-stage-0"},
 		},
 		"upstream dependsOn, upstream made main's Jobs": {
-			js: twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano"}, true),
+			js: twoStages(map[string]string{contract.SchedulerAnnotationKey: "volcano"}, true).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []client.Object {
-				return []client.Object{job(js, "init", 0, 0, true), job(js, "init", 1, 0, false), job(js, "main", 0, 0, false)}
+				return []client.Object{addontest.Job(js, "init", 0).Complete().Obj(), addontest.Job(js, "init", 1).Obj(), addontest.Job(js, "main", 0).Obj()}
 			},
 			want: []string{"js-stage-0", "js-stage-1"},
 		},

@@ -26,7 +26,7 @@ func jobClaims(js *jobsetv1alpha2.JobSet, s Settings, stages []contract.Stage) m
 		for _, rjName := range st.ReplicatedJobs {
 			rj := jobsets.ReplicatedJob(js, rjName)
 			if s.Composite || (len(st.ReplicatedJobs) == 1 && rj.Replicas == 1) {
-				if names := templateClaims(rj); names != nil {
+				if names := TemplateClaims(rj); names != nil {
 					out[rjName] = names
 				}
 			}
@@ -35,9 +35,9 @@ func jobClaims(js *jobsetv1alpha2.JobSet, s Settings, stages []contract.Stage) m
 	return out
 }
 
-// templateClaims are the ReplicatedJob's resourceclaims template names, but those its pod
+// TemplateClaims are the ReplicatedJob's resourceclaims template names, but those its pod
 // template claims itself; nil when none or more than a PodGroup lists.
-func templateClaims(rj *jobsetv1alpha2.ReplicatedJob) []string {
+func TemplateClaims(rj *jobsetv1alpha2.ReplicatedJob) []string {
 	value, ok := rj.Template.Annotations[contract.TemplatesAnnotationKey]
 	if !ok {
 		return nil

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -24,7 +25,10 @@ func TestJobClaimsAgree(t *testing.T) {
 		for _, extra := range [][]string{nil, {contract.CompositeAnnotationKey, "true"}, {inOrder, "InOrder"}} {
 			for _, templates := range []string{"", one, "[" + strings.Join(many, ",") + "]"} {
 				a := kv(append([]string{contract.SchedulerAnnotationKey, scheduler}, extra...)...)
-				js := jobSet("train", a, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 2, nil, nil, "1", "1Gi"))
+				js := addontest.JobSet("ns", "train").Annotations(a).ReplicatedJobs(
+					addontest.ReplicatedJob("a").Requests("1", "1Gi"),
+					addontest.ReplicatedJob("b").Replicas(2).Requests("1", "1Gi"),
+				).Obj()
 				for i := range js.Spec.ReplicatedJobs {
 					if templates != "" {
 						js.Spec.ReplicatedJobs[i].Template.Annotations = kv(contract.TemplatesAnnotationKey, templates)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -19,9 +19,9 @@ func TestComposite(t *testing.T) {
 	native := func(kvs ...string) map[string]string {
 		return kv(append(kvs, contract.SchedulerAnnotationKey, "kubernetes", contract.CompositeAnnotationKey, "true")...)
 	}
-	a := rj("a", 2, ptr.To[int32](3), nil, "1", "1Gi")
-	a.Template.Annotations = map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: data}, spec: {}}]`}
-	js := jobSet("train", native(), a, rj("b", 1, nil, nil, "1", "1Gi"))
+	a := addontest.ReplicatedJob("a").Replicas(2).Parallelism(3).Requests("1", "1Gi").
+		JobAnnotation(contract.TemplatesAnnotationKey, `[{metadata: {name: data}, spec: {}}]`)
+	js := addontest.JobSet("ns", "train").Annotations(native()).ReplicatedJobs(a, addontest.ReplicatedJob("b").Requests("1", "1Gi")).Obj()
 
 	s, errs := Parse(js)
 	if len(errs) > 0 || !s.Composite {
@@ -57,7 +57,10 @@ func TestComposite(t *testing.T) {
 			parse: []string{fe(field.ErrorTypeNotSupported, compositePath)}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			js := jobSet("train", tc.annotations, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi"))
+			js := addontest.JobSet("ns", "train").Annotations(tc.annotations).ReplicatedJobs(
+				addontest.ReplicatedJob("a").Requests("1", "1Gi"),
+				addontest.ReplicatedJob("b").Requests("1", "1Gi"),
+			).Obj()
 			_, perrs := Parse(js)
 			if diff := cmp.Diff(tc.parse, errsOf(perrs)); diff != "" {
 				t.Errorf("Parse errors (-want +got):\n%s", diff)

@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -26,27 +25,14 @@ const (
 	inOrder       = "sequencer.jobset-addons.io/execution-policy"
 )
 
-func jobSet(name string, annotations map[string]string, rjs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: annotations},
-		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjs},
-	}
-}
-
 func requests(cpu, memory string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
 }
 
-// rj is a ReplicatedJob whose pods have one container requesting cpu and memory, then edited.
-func rj(name string, replicas int32, parallelism, completions *int32, cpu, memory string, edit ...func(*corev1.PodSpec)) jobsetv1alpha2.ReplicatedJob {
-	r := jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: replicas, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-		Parallelism: parallelism, Completions: completions,
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: requests(cpu, memory)}}}},
-	}}}
-	for _, e := range edit {
-		e(&r.Template.Spec.Template.Spec)
-	}
-	return r
+// withPodSpec is the ReplicatedJob w after edit of its pod spec.
+func withPodSpec(w *addontest.ReplicatedJobWrapper, edit func(*corev1.PodSpec)) *addontest.ReplicatedJobWrapper {
+	edit(w.PodSpec())
+	return w
 }
 
 // errsOf is "Type Field" of each error.
@@ -116,7 +102,7 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, errs := Parse(jobSet("js", tc.annotations))
+			got, errs := Parse(addontest.JobSet("ns", "js").Annotations(tc.annotations).Obj())
 			if diff := cmp.Diff(tc.wantErrs, errsOf(errs)); diff != "" {
 				t.Fatalf("errors (-want +got):\n%s\n%v", diff, errs)
 			}
@@ -165,17 +151,19 @@ func res(cpu, memory string) map[corev1.ResourceName]string {
 func TestGangs(t *testing.T) {
 	volcano := map[string]string{contract.SchedulerAnnotationKey: "volcano"}
 	sequenced := map[string]string{contract.SchedulerAnnotationKey: "volcano", inOrder: "InOrder"}
-	single := func(r jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet { return jobSet("train", volcano, r) }
+	single := func(r *addontest.ReplicatedJobWrapper) *jobsetv1alpha2.JobSet {
+		return addontest.JobSet("ns", "train").Annotations(volcano).ReplicatedJobs(r).Obj()
+	}
 	one := func(members int32, r map[corev1.ResourceName]string) []summary {
 		return []summary{{Name: "train", ReplicatedJobs: []string{"a"}, MinMember: members, MinResources: r, PriorityClass: []string{""}}}
 	}
 	sidecar := func(name, cpu, memory string) corev1.Container {
 		return corev1.Container{Name: name, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: requests(cpu, memory)}
 	}
-	long := strings.Repeat("n", 56)                    // long-stage-1 is 64 characters
-	eleven := make([]jobsetv1alpha2.ReplicatedJob, 11) // stages 0 to 10
+	long := strings.Repeat("n", 56)                       // long-stage-1 is 64 characters
+	eleven := make([]*addontest.ReplicatedJobWrapper, 11) // stages 0 to 10
 	for i := range eleven {
-		eleven[i] = rj(fmt.Sprint("r", i), 1, nil, nil, "1", "1Gi")
+		eleven[i] = addontest.ReplicatedJob(fmt.Sprint("r", i)).Requests("1", "1Gi")
 	}
 	twoStages := func(name string) []summary {
 		return []summary{
@@ -197,21 +185,22 @@ func TestGangs(t *testing.T) {
 		want      []summary
 		wantErrs  []string
 	}{
-		"parallelism unset counts 1":          {js: single(rj("a", 3, nil, nil, "500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
-		"completions below parallelism":       {js: single(rj("a", 2, ptr.To[int32](4), ptr.To[int32](3), "250m", "512Mi")), want: one(6, res("1500m", "3Gi"))},
-		"completions unset means parallelism": {js: single(rj("a", 1, ptr.To[int32](3), nil, "500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
-		"completions above parallelism":       {js: single(rj("a", 1, ptr.To[int32](2), ptr.To[int32](5), "750m", "1536Mi")), want: one(2, res("1500m", "3Gi"))},
+		"parallelism unset counts 1":          {js: single(addontest.ReplicatedJob("a").Replicas(3).Requests("500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
+		"completions below parallelism":       {js: single(addontest.ReplicatedJob("a").Replicas(2).Parallelism(4).Completions(3).Requests("250m", "512Mi")), want: one(6, res("1500m", "3Gi"))},
+		"completions unset means parallelism": {js: single(addontest.ReplicatedJob("a").Parallelism(3).Requests("500m", "1Gi")), want: one(3, res("1500m", "3Gi"))},
+		"completions above parallelism":       {js: single(addontest.ReplicatedJob("a").Parallelism(2).Completions(5).Requests("750m", "1536Mi")), want: one(2, res("1500m", "3Gi"))},
 		"summed over ReplicatedJobs, priority classes in spec order": {
-			js: jobSet("train", volcano,
-				rj("a", 1, nil, nil, "1", "1Gi", func(p *corev1.PodSpec) { p.PriorityClassName = "high" }),
-				rj("b", 2, nil, nil, "250m", "1Gi"),
-				rj("c", 1, ptr.To[int32](0), nil, "8", "8Gi", func(p *corev1.PodSpec) { p.PriorityClassName = "high" })),
+			js: addontest.JobSet("ns", "train").Annotations(volcano).ReplicatedJobs(
+				addontest.ReplicatedJob("a").Requests("1", "1Gi").PriorityClass("high"),
+				addontest.ReplicatedJob("b").Replicas(2).Requests("250m", "1Gi"),
+				addontest.ReplicatedJob("c").Parallelism(0).Requests("8", "8Gi").PriorityClass("high"),
+			).Obj(),
 			want: []summary{{Name: "train", ReplicatedJobs: []string{"a", "b", "c"}, MinMember: 3, MinResources: res("1500m", "3Gi"), PriorityClass: []string{"high", ""}}},
 		},
 		// Per pod: containers 500m+250m, 1Gi+512Mi; init container 1, 256Mi; so max = 1, 1536Mi;
 		// plus overhead 250m, 512Mi = 1250m, 2Gi. Two pods.
 		"largest init container and overhead": {
-			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+			js: single(withPodSpec(addontest.ReplicatedJob("a").Replicas(2).Requests("500m", "1Gi"), func(p *corev1.PodSpec) {
 				p.Containers = append(p.Containers, corev1.Container{Name: "second", Resources: requests("250m", "512Mi")})
 				p.InitContainers = []corev1.Container{{Name: "small", Resources: requests("100m", "128Mi")}, {Name: "init", Resources: requests("1", "256Mi")}}
 				p.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
@@ -220,7 +209,7 @@ func TestGangs(t *testing.T) {
 		},
 		// Per pod: container 500m, 1Gi plus sidecar 250m, 512Mi = 750m, 1536Mi. Two pods.
 		"sidecar adds to the containers": {
-			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+			js: single(withPodSpec(addontest.ReplicatedJob("a").Replicas(2).Requests("500m", "1Gi"), func(p *corev1.PodSpec) {
 				p.InitContainers = []corev1.Container{sidecar("proxy", "250m", "512Mi")}
 			})),
 			want: one(2, res("1500m", "3Gi")),
@@ -228,25 +217,36 @@ func TestGangs(t *testing.T) {
 		// Per pod: containers and sidecar 750m, 1536Mi; the init container after the sidecar runs
 		// beside it: 1+250m, 256Mi+512Mi; max = 1250m, 1536Mi. Two pods.
 		"init container after a sidecar counts the sidecar": {
-			js: single(rj("a", 2, nil, nil, "500m", "1Gi", func(p *corev1.PodSpec) {
+			js: single(withPodSpec(addontest.ReplicatedJob("a").Replicas(2).Requests("500m", "1Gi"), func(p *corev1.PodSpec) {
 				p.InitContainers = []corev1.Container{sidecar("proxy", "250m", "512Mi"), {Name: "init", Resources: requests("1", "256Mi")}}
 			})),
 			want: one(2, res("2500m", "3Gi")),
 		},
 		"sequenced: a gang per stage": {
-			js: jobSet("train", sequenced, rj("a", 2, nil, nil, "500m", "1Gi"),
-				rj("b", 1, ptr.To[int32](3), ptr.To[int32](2), "250m", "512Mi", func(p *corev1.PodSpec) { p.PriorityClassName = "low" })),
+			js: addontest.JobSet("ns", "train").Annotations(sequenced).ReplicatedJobs(
+				addontest.ReplicatedJob("a").Replicas(2).Requests("500m", "1Gi"),
+				addontest.ReplicatedJob("b").Parallelism(3).Completions(2).Requests("250m", "512Mi").PriorityClass("low"),
+			).Obj(),
 			want: []summary{
 				{Name: "train-stage-0", Stage: 0, ReplicatedJobs: []string{"a"}, Sequenced: true, MinMember: 2, MinResources: res("1", "2Gi"), PriorityClass: []string{""}},
 				{Name: "train-stage-1", Stage: 1, ReplicatedJobs: []string{"b"}, Sequenced: true, MinMember: 2, MinResources: res("500m", "1Gi"), PriorityClass: []string{"low"}},
 			},
 		},
-		"no ReplicatedJobs":                                 {js: jobSet("train", volcano)},
-		"stages that cannot be computed":                    {js: jobSet("train", kv(inOrder, "Sequential"), rj("a", 1, nil, nil, "1", "1Gi")), wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")}},
-		"coscheduling: stage name of 63 characters":         {js: jobSet(long[1:], sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
-		"volcano: the long name is fine (an annotation)":    {js: jobSet(long, sequenced, rj("a", 1, nil, nil, "1", "1Gi"), rj("b", 1, nil, nil, "1", "1Gi")), want: twoStages(long)},
-		"kubernetes: 8 stages, a Workload's most templates": {js: jobSet("train", sequenced, eleven[:8]...), scheduler: contract.SchedulerKubernetes, want: stages(8)},
-		"volcano: 11 stages":                                {js: jobSet("train", sequenced, eleven...), want: stages(11)},
+		"no ReplicatedJobs": {js: addontest.JobSet("ns", "train").Annotations(volcano).Obj()},
+		"stages that cannot be computed": {
+			js:       addontest.JobSet("ns", "train").Annotate(inOrder, "Sequential").ReplicatedJobs(addontest.ReplicatedJob("a").Requests("1", "1Gi")).Obj(),
+			wantErrs: []string{fe(field.ErrorTypeNotSupported, "metadata.annotations["+inOrder+"]")},
+		},
+		"coscheduling: stage name of 63 characters": {js: addontest.JobSet("ns", long[1:]).Annotations(sequenced).ReplicatedJobs(
+			addontest.ReplicatedJob("a").Requests("1", "1Gi"),
+			addontest.ReplicatedJob("b").Requests("1", "1Gi"),
+		).Obj(), scheduler: contract.SchedulerCoscheduling, want: twoStages(long[1:])},
+		"volcano: the long name is fine (an annotation)": {js: addontest.JobSet("ns", long).Annotations(sequenced).ReplicatedJobs(
+			addontest.ReplicatedJob("a").Requests("1", "1Gi"),
+			addontest.ReplicatedJob("b").Requests("1", "1Gi"),
+		).Obj(), want: twoStages(long)},
+		"kubernetes: 8 stages, a Workload's most templates": {js: addontest.JobSet("ns", "train").Annotations(sequenced).ReplicatedJobs(eleven[:8]...).Obj(), scheduler: contract.SchedulerKubernetes, want: stages(8)},
+		"volcano: 11 stages": {js: addontest.JobSet("ns", "train").Annotations(sequenced).ReplicatedJobs(eleven...).Obj(), want: stages(11)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -299,20 +299,13 @@ func TestPriorityClass(t *testing.T) {
 	}
 }
 
-// trainJobOwned makes a JobSet controlled by the TrainJob name, as Kubeflow Trainer makes it.
-func trainJobOwned(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.JobSet {
-	js.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name, UID: "u", Controller: ptr.To(true),
-	}}
-	return js
-}
-
 func TestTrainJobOwner(t *testing.T) {
-	js := jobSet("train", nil)
+	w := addontest.JobSet("ns", "train")
+	js := w.Obj()
 	if got := TrainJobOwner(js); got != "" {
 		t.Errorf("no owner: got %q", got)
 	}
-	trainJobOwned(js, "tj")
+	w.OwnedByTrainJob("tj")
 	if got := TrainJobOwner(js); got != "tj" {
 		t.Errorf("TrainJob owner: got %q", got)
 	}

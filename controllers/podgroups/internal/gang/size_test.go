@@ -4,26 +4,19 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // sized is a JobSet of one ReplicatedJob of replicas Jobs of pods pods, each requesting 1 CPU and
 // 1Ti.
 func sized(replicas, pods int32) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns", Annotations: map[string]string{contract.SchedulerAnnotationKey: "volcano"}},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: replicas,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Ti")}}}}}}}}}}},
-	}
+	return addontest.JobSet("ns", "big").Annotation(contract.SchedulerAnnotationKey, "volcano").
+		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(replicas).Pods(pods).Requests("1", "1Ti")).Obj()
 }
 
 // TestGangSize: a billion pods are summed at once, exactly and fast; more pods than an int32

@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -51,12 +51,10 @@ func apiserver(t *testing.T, keep bool, fail error, calls *int) client.Client {
 // claimed is a JobSet asking for scheduler kubernetes whose ReplicatedJob "big" has one Job of
 // pods pods sharing a per-Job claim.
 func claimed(pods int32, replicas int32) *jobsetv1alpha2.JobSet {
-	js := jobSet("train", kv(schedulerKey, "kubernetes"), rj("big", "", ""))
-	r := &js.Spec.ReplicatedJobs[0]
-	r.Replicas = replicas
-	r.Template.Spec.Parallelism = ptr.To(pods)
-	r.Template.Annotations = kv(contract.TemplatesAnnotationKey, `[{metadata: {name: data}, spec: {}}]`)
-	return js
+	return addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").ReplicatedJobs(
+		addontest.ReplicatedJob("big").Replicas(replicas).Parallelism(pods).
+			JobAnnotation(contract.TemplatesAnnotationKey, `[{metadata: {name: data}, spec: {}}]`),
+	).Obj()
 }
 
 func TestClaimsRefusal(t *testing.T) {

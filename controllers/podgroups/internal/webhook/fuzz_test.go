@@ -4,22 +4,20 @@ import (
 	"encoding/json"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-2437 examples,
-// with the three backends installed.
+// with the three backends installed, their gang objects' dry runs answered by a fake API server
+// (addontest.DryRunClient).
 func FuzzJobSetWebhooks(f *testing.F) {
 	s := addontest.JobSetScheme(f)
 	w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes)
+	w.DryRun = &addon.DryRunner{Client: addontest.DryRunClient(), Name: "podgroups"}
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/podgroups", "JobSet"), map[string]*admission.Webhook{
 		"mutate JobSet":   admission.WithDefaulter(s, w),
 		"validate JobSet": admission.WithValidator(s, w),
@@ -28,12 +26,7 @@ func FuzzJobSetWebhooks(f *testing.F) {
 
 // FuzzJobWebhook: the Job webhook, from a Job of a composite gang.
 func FuzzJobWebhook(f *testing.F) {
-	raw, err := json.Marshal(&batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train-a-1", Namespace: "ns", Annotations: map[string]string{contract.PerJobPodGroupAnnotationKey: "true"}},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train")}, Containers: []corev1.Container{{Name: "c"}},
-		}}},
-	})
+	raw, err := json.Marshal(compositeJob())
 	if err != nil {
 		f.Fatal(err)
 	}

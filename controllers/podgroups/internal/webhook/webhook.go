@@ -42,6 +42,12 @@ type JobSetWebhook struct {
 	// Composites tells whether CompositePodGroup (scheduling.k8s.io/v1alpha3) was served when the
 	// controller started: a composite gang is refused where not.
 	Composites bool
+	// DryRun, when set, has the API server judge the gang objects a new JobSet would get (its
+	// Workload, or its PodGroups): their validation (the CRD's schema), admission policies,
+	// other webhooks, the namespace's quota (addon.DryRunner).
+	DryRun *addon.DryRunner
+	// DefaultQueue is the Volcano queue of a JobSet that names none, as the reconciler's.
+	DefaultQueue string
 }
 
 var (
@@ -144,7 +150,9 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 // backend whose CRD is not installed, stages that cannot be computed, gang names that are too
 // long, pod templates naming another scheduler, and a Job of more than jobsets.MaxClaimSharers
 // pods sharing its claims through a PodGroup where the apiserver drops a PodGroup's claims;
-// and the priority warnings.
+// and the priority warnings; then what the API server refuses of its gang objects, by dry run
+// (DryRun), or warns of. Of a JobSet managed elsewhere (contract.ManagedElsewhere), only
+// what it says itself: the annotations, the gangs and the backend's own limits.
 func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
 	if !gang.Uses(js) {
 		return nil, nil
@@ -154,26 +162,43 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 	if b == nil {
 		return nil, read.Settings
 	}
+	// Of a JobSet not this cluster's to run (MultiKueue's manager), what depends on this
+	// cluster's own set-up (the CRDs and gates served, the schedulers' names, the priority
+	// classes) is the worker's webhook's to check, on the copy it is given.
+	here := !contract.ManagedElsewhere(js.Spec.ManagedBy)
 	errs := read.Settings
 	installed := w.Installed == nil || w.Installed(s.Scheduler)
-	if !installed {
+	if here && !installed {
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), b.NotServed()))
 	}
-	if s.Composite && !w.Composites {
+	if here && s.Composite && !w.Composites {
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), contract.EnabledValue,
 			"this cluster's apiserver did not serve CompositePodGroup (scheduling.k8s.io/v1alpha3) when the podgroups controller started: a composite gang needs Kubernetes 1.37 with the alpha feature gate CompositePodGroup "+
 				"on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1alpha3=true on kube-apiserver; turn them on and restart the controller, or leave the annotation out"))
 	}
-	errs = append(errs, backend.SchedulerNameErrors(b, js)...)
+	if here {
+		errs = append(errs, backend.SchedulerNameErrors(b, js)...)
+	}
 	if errs = append(errs, read.Gangs...); len(read.Gangs) == 0 {
 		if invalid := b.Validate(js, s, gangs); len(invalid) > 0 {
 			errs, gangs = append(errs, invalid...), nil // no gangs to look further into
 		}
 	}
+	if !here {
+		return nil, errs
+	}
 	if installed {
 		errs = append(errs, w.claimErrors(ctx, js, gangs)...)
 	}
 	var warnings admission.Warnings
+	if installed && len(errs) == 0 {
+		var refused field.ErrorList
+		refused, warnings = w.DryRun.Check(ctx, w.dryRuns(js, b, s, gangs))
+		errs = append(errs, refused...)
+	}
+	if wb, ok := b.(backend.Warner); ok {
+		warnings = append(warnings, wb.Warnings(js, gangs)...)
+	}
 	for _, g := range gangs {
 		if _, warning := g.PriorityClass(w.Classes); warning != "" {
 			warnings = append(warnings, warning)

@@ -12,10 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -23,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -60,22 +59,6 @@ func kv(kvs ...string) map[string]string {
 	return m
 }
 
-// rj is a ReplicatedJob of one pod with the schedulerName and priorityClassName.
-func rj(name, schedulerName, priorityClass string) jobsetv1alpha2.ReplicatedJob {
-	return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			SchedulerName: schedulerName, PriorityClassName: priorityClass, Containers: []corev1.Container{{Name: "main"}},
-		}},
-	}}}
-}
-
-func jobSet(name string, annotations map[string]string, rjs ...jobsetv1alpha2.ReplicatedJob) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: annotations},
-		Spec:       jobsetv1alpha2.JobSetSpec{ReplicatedJobs: rjs},
-	}
-}
-
 func pod(js *jobsetv1alpha2.JobSet, i int) *corev1.PodTemplateSpec {
 	return &js.Spec.ReplicatedJobs[i].Template.Spec.Template
 }
@@ -93,7 +76,10 @@ func TestDefault(t *testing.T) {
 	}{
 		"create: volcano with a queue": {
 			op: admissionv1.Create,
-			js: jobSet("train", kv(schedulerKey, "volcano", queueKey, "research"), rj("a", "", ""), rj("b", "my-own", "")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b").SchedulerName("my-own"),
+			).Obj(),
 			want: func(js *jobsetv1alpha2.JobSet) {
 				for i := range 2 {
 					pod(js, i).Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train", queueKey, "research")
@@ -103,7 +89,10 @@ func TestDefault(t *testing.T) {
 		},
 		"create: coscheduling, sequenced": {
 			op: admissionv1.Create,
-			js: jobSet("train", kv(schedulerKey, "coscheduling", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", "")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b"),
+			).Obj(),
 			want: func(js *jobsetv1alpha2.JobSet) {
 				pod(js, 0).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-0")
 				pod(js, 1).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-1")
@@ -113,18 +102,39 @@ func TestDefault(t *testing.T) {
 		},
 		"create: kubernetes, sequenced: the pod field, schedulerName kept": {
 			op: admissionv1.Create,
-			js: jobSet("train", kv(schedulerKey, "kubernetes", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "my-profile", "")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b").SchedulerName("my-profile"),
+			).Obj(),
 			want: func(js *jobsetv1alpha2.JobSet) {
 				pod(js, 0).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-0")}
 				pod(js, 1).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-1")}
 			},
 		},
-		"update":                          {op: admissionv1.Update, js: jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", ""))},
-		"create: no podgroups annotation": {op: admissionv1.Create, js: jobSet("train", kv("other", "x"), rj("a", "", ""))},
-		"create: only Volcano's queue annotation": {op: admissionv1.Create, js: jobSet("train", kv(queueKey, "research"), rj("a", "", ""))},
-		"create: a setting the scheduler has not": {op: admissionv1.Create, js: jobSet("train", kv(schedulerKey, "volcano", timeoutKey, "30"), rj("a", "", ""))},
-		"create: settings that do not parse":      {op: admissionv1.Create, js: jobSet("train", kv(schedulerKey, "slurm"), rj("a", "", ""))},
-		"create: gang names that are too long":    {op: admissionv1.Create, js: jobSet(long, kv(schedulerKey, "coscheduling", inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))},
+		"update": {
+			op: admissionv1.Update,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: no podgroups annotation": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate("other", "x").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: only Volcano's queue annotation": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(queueKey, "research").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: a setting the scheduler has not": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", timeoutKey, "30").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: settings that do not parse": {
+			op: admissionv1.Create,
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "slurm").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+		},
+		"create: gang names that are too long": {op: admissionv1.Create, js: addontest.JobSet("ns", long).Annotate(schedulerKey, "coscheduling", inOrderKey, "InOrder").ReplicatedJobs(
+			addontest.ReplicatedJob("a"),
+			addontest.ReplicatedJob("b"),
+		).Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -152,7 +162,10 @@ func TestDefaultUpdateRestoresSchedulingGroup(t *testing.T) {
 		return &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
 	}
 	admitted := func(scheduler string) *jobsetv1alpha2.JobSet {
-		js := jobSet("train", kv(schedulerKey, scheduler, inOrderKey, "InOrder"), rj("a", "", ""), rj("b", "", ""))
+		js := addontest.JobSet("ns", "train").Annotate(schedulerKey, scheduler, inOrderKey, "InOrder").ReplicatedJobs(
+			addontest.ReplicatedJob("a"),
+			addontest.ReplicatedJob("b"),
+		).Obj()
 		pod(js, 0).Spec.SchedulingGroup = group("train-stage-0")
 		pod(js, 1).Spec.SchedulingGroup = group("train-stage-1")
 		return js
@@ -239,6 +252,7 @@ func causes(t *testing.T, err error, jobSet string) []string {
 
 func TestValidate(t *testing.T) {
 	long := strings.Repeat("n", 60)
+	gpu := `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}}]`
 	volcano, coscheduling := contract.SchedulerVolcano, contract.SchedulerCoscheduling
 	cases := map[string]struct {
 		js        *jobsetv1alpha2.JobSet
@@ -248,7 +262,10 @@ func TestValidate(t *testing.T) {
 		warnings  [][]string // what each warning must mention
 	}{
 		"every problem in one list": {
-			js:        jobSet(long, kv(schedulerKey, "coscheduling", timeoutKey, "abc", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "volcano-sched", "high")),
+			js: addontest.JobSet("ns", long).Annotate(schedulerKey, "coscheduling", timeoutKey, "abc", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a").PriorityClass("low"),
+				addontest.ReplicatedJob("b").SchedulerName("volcano-sched").PriorityClass("high"),
+			).Obj(),
 			installed: []contract.Scheduler{volcano},
 			wantErrs: []string{
 				fe(field.ErrorTypeInvalid, timeoutPath),
@@ -257,42 +274,82 @@ func TestValidate(t *testing.T) {
 				fe(field.ErrorTypeInvalid, "metadata.name"),
 			},
 		},
+		"managed elsewhere (MultiKueue's manager): only what the JobSet says itself": {
+			js: addontest.JobSet("ns", long).Annotate(schedulerKey, "coscheduling", timeoutKey, "abc", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a").PriorityClass("low"),
+				addontest.ReplicatedJob("b").SchedulerName("volcano-sched").PriorityClass("high"),
+			).ManagedBy("kueue.x-k8s.io/multikueue").Obj(),
+			installed: []contract.Scheduler{volcano}, // coscheduling not here: the worker's to check
+			wantErrs: []string{
+				fe(field.ErrorTypeInvalid, timeoutPath),
+				fe(field.ErrorTypeInvalid, "metadata.name"),
+			},
+		},
 		"valid, priority classes differ in one gang": {
-			js:        jobSet("train", kv(schedulerKey, "volcano", queueKey, "research"), rj("a", "volcano-sched", "low"), rj("b", "", "high")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research").ReplicatedJobs(
+				addontest.ReplicatedJob("a").SchedulerName("volcano-sched").PriorityClass("low"),
+				addontest.ReplicatedJob("b").PriorityClass("high"),
+			).Obj(),
 			installed: []contract.Scheduler{volcano},
 			warnings:  [][]string{{"train", `"low"`, `"high"`}},
 		},
 		"valid, sequenced, one class per gang": {
-			js:        jobSet("train", kv(schedulerKey, "coscheduling", timeoutKey, "30", inOrderKey, "InOrder"), rj("a", "", "low"), rj("b", "", "high")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling", timeoutKey, "30", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a").PriorityClass("low"),
+				addontest.ReplicatedJob("b").PriorityClass("high"),
+			).Obj(),
 			installed: []contract.Scheduler{coscheduling},
 		},
 		"kubernetes: any schedulerName, one warning for two classes": {
-			js:        jobSet("train", kv(schedulerKey, "kubernetes"), rj("a", "my-profile", "low"), rj("b", "", "high")),
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").ReplicatedJobs(
+				addontest.ReplicatedJob("a").SchedulerName("my-profile").PriorityClass("low"),
+				addontest.ReplicatedJob("b").PriorityClass("high"),
+			).Obj(),
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 			warnings:  [][]string{{"train", `"low"`, `"high"`}},
 		},
 		"kubernetes: the Workload API not served": {
-			js:       jobSet("train", kv(schedulerKey, "kubernetes"), rj("a", "", "")),
+			js:       addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
 			message:  "GenericWorkload",
 		},
 		"kubernetes: network topology refused": {
-			js:        jobSet("train", kv(schedulerKey, "kubernetes", topologyKey, "{mode: hard}"), rj("a", "", "")),
+			js:        addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes", topologyKey, "{mode: hard}").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 			wantErrs:  []string{fe(field.ErrorTypeForbidden, "metadata.annotations[podgroups.jobset-addons.io/network-topology]")},
 			message:   "topology-key",
 		},
+		"coscheduling: a Job's pods sharing its claims, warned of the deadlock": {
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling").ReplicatedJobs(
+				addontest.ReplicatedJob("a"),
+				addontest.ReplicatedJob("b").Pods(2).JobAnnotation(contract.TemplatesAnnotationKey, gpu),
+				addontest.ReplicatedJob("c").JobAnnotation(contract.TemplatesAnnotationKey, gpu), // one pod a Job: no warning
+			).Obj(),
+			installed: []contract.Scheduler{coscheduling},
+			warnings:  [][]string{{"spec.replicatedJobs[b]", "2 pods", "deadlock", "kubernetes"}},
+		},
+		"kubernetes: a Job's pods sharing its claims, no warning": {
+			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").
+				ReplicatedJobs(addontest.ReplicatedJob("b").Pods(2).JobAnnotation(contract.TemplatesAnnotationKey, gpu)).Obj(),
+			installed: []contract.Scheduler{contract.SchedulerKubernetes},
+		},
 		"not installed, otherwise valid": {
-			js:       jobSet("train", kv(schedulerKey, "volcano"), rj("a", "", "")),
+			js:       addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
 		},
 		"unknown scheduler: nothing else is checked": {
-			js:       jobSet(long, kv(schedulerKey, "slurm", inOrderKey, "InOrder"), rj("a", "default-scheduler", "low"), rj("b", "", "high")),
+			js: addontest.JobSet("ns", long).Annotate(schedulerKey, "slurm", inOrderKey, "InOrder").ReplicatedJobs(
+				addontest.ReplicatedJob("a").SchedulerName("default-scheduler").PriorityClass("low"),
+				addontest.ReplicatedJob("b").PriorityClass("high"),
+			).Obj(),
 			wantErrs: []string{fe(field.ErrorTypeNotSupported, schedulerPath)},
 		},
-		"topology without scheduler": {js: jobSet("train", kv(topologyKey, "{mode: hard}"), rj("a", "", "")), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
-		"timeout without scheduler":  {js: jobSet("train", kv(timeoutKey, "30"), rj("a", "", "")), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
-		"plain JobSet":               {js: jobSet("train", nil, rj("a", "default-scheduler", "low"), rj("b", "", "high"))},
+		"topology without scheduler": {js: addontest.JobSet("ns", "train").Annotate(topologyKey, "{mode: hard}").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
+		"timeout without scheduler":  {js: addontest.JobSet("ns", "train").Annotate(timeoutKey, "30").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(), wantErrs: []string{fe(field.ErrorTypeRequired, schedulerPath)}},
+		"plain JobSet": {js: addontest.JobSet("ns", "train").ReplicatedJobs(
+			addontest.ReplicatedJob("a").SchedulerName("default-scheduler").PriorityClass("low"),
+			addontest.ReplicatedJob("b").PriorityClass("high"),
+		).Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -346,7 +403,8 @@ func TestValidateUpdate(t *testing.T) {
 			"removed": {kv(k.key, k.from), kv()},
 		} {
 			t.Run(k.key+" "+name, func(t *testing.T) {
-				oldJS, newJS := jobSet("train", tc.old, rj("a", "", "")), jobSet("train", tc.new, rj("a", "", ""))
+				oldJS := addontest.JobSet("ns", "train").Annotations(tc.old).ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
+				newJS := addontest.JobSet("ns", "train").Annotations(tc.new).ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
 				warnings, err := hook().ValidateUpdate(context.Background(), oldJS, newJS)
 				if diff := cmp.Diff([]string{fe(field.ErrorTypeForbidden, path(k.key))}, causes(t, err, "train")); diff != "" {
 					t.Errorf("causes (-want +got):\n%s", diff)
@@ -358,19 +416,21 @@ func TestValidateUpdate(t *testing.T) {
 		}
 	}
 	t.Run("all changed", func(t *testing.T) {
-		oldJS, newJS := jobSet("train", kv()), jobSet("train", kv())
+		oldJS, newJS := addontest.JobSet("ns", "train"), addontest.JobSet("ns", "train")
 		var want []string
 		for _, k := range keys {
-			oldJS.Annotations[k.key], newJS.Annotations[k.key] = k.from, k.to
+			oldJS.Annotation(k.key, k.from)
+			newJS.Annotation(k.key, k.to)
 			want = append(want, fe(field.ErrorTypeForbidden, path(k.key)))
 		}
-		_, err := hook().ValidateUpdate(context.Background(), oldJS, newJS)
+		_, err := hook().ValidateUpdate(context.Background(), oldJS.Obj(), newJS.Obj())
 		if diff := cmp.Diff(want, causes(t, err, "train")); diff != "" {
 			t.Errorf("causes (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("unchanged", func(t *testing.T) {
-		oldJS := jobSet("train", kv(schedulerKey, "volcano", queueKey, "research", topologyKey, "{mode: hard}", "other", "x"), rj("a", "", ""))
+		oldJS := addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research", topologyKey, "{mode: hard}", "other", "x").
+			ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
 		newJS := oldJS.DeepCopy()
 		newJS.Annotations["other"] = "y"
 		newJS.Spec.ReplicatedJobs[0].Replicas = 2
@@ -384,9 +444,8 @@ func TestValidateUpdate(t *testing.T) {
 // Trainer's gang label; if its template also asks podgroups for a gang, Default refuses it with
 // the label's path, before naming anything.
 func TestDefaultRefusesTrainersGang(t *testing.T) {
-	js := jobSet("train", kv(schedulerKey, "coscheduling"), rj("node", "", ""))
-	js.OwnerReferences = []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "train", UID: "u", Controller: ptr.To(true)}}
-	pod(js, 0).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train")
+	js := addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling").OwnedByTrainJob("train").
+		ReplicatedJobs(addontest.ReplicatedJob("node").PodLabel(contract.CoschedulingPodGroupLabelKey, "train")).Obj()
 	before := js.DeepCopy()
 	err := hook(contract.SchedulerCoscheduling).Default(request(admissionv1.Create), js)
 	want := []string{fe(field.ErrorTypeForbidden, "spec.replicatedJobs[0].template.spec.template.metadata.labels[scheduling.x-k8s.io/pod-group]")}
@@ -401,8 +460,8 @@ func TestDefaultRefusesTrainersGang(t *testing.T) {
 	}
 
 	// The same JobSet without Trainer's label (a runtime without podGroupPolicy) is named.
-	js = jobSet("train", kv(schedulerKey, "coscheduling"), rj("node", "", ""))
-	js.OwnerReferences = before.OwnerReferences
+	js = addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling").OwnedByTrainJob("train").
+		ReplicatedJobs(addontest.ReplicatedJob("node")).Obj()
 	if err := hook(contract.SchedulerCoscheduling).Default(request(admissionv1.Create), js); err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -25,22 +25,21 @@ const kep762 = `
   containers: []
 `
 
+// workerGroup is JobSet ns/js of ReplicatedJob worker-group (3 Jobs; init container init,
+// containers worker and helper) with templates.
+func workerGroup(templates string) *addontest.JobSetWrapper {
+	return addontest.JobSet("ns", "js").ReplicatedJobs(
+		addontest.ReplicatedJob("worker-group").Replicas(3).InitContainers("init").Containers("worker", "helper").
+			JobAnnotation(contract.TemplatesAnnotationKey, templates),
+	)
+}
+
+// newJob is Job 1 of workerGroup in the restart attempt given ("": without the label).
 func newJob(attempt string, templates string) *batchv1.Job {
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "js-worker-group-1", Namespace: "ns", UID: "job-uid",
-			Labels: map[string]string{
-				contract.JobSetNameLabelKey: "js", contract.ReplicatedJobNameLabelKey: "worker-group", contract.JobIndexLabelKey: "1",
-			},
-			Annotations: map[string]string{contract.TemplatesAnnotationKey: templates},
-		},
-	}
-	if attempt != "" {
-		job.Labels[contract.RestartAttemptLabelKey] = attempt
-	}
-	job.Spec.Template.Spec = corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "init"}},
-		Containers:     []corev1.Container{{Name: "worker"}, {Name: "helper"}},
+	job := addontest.Job(workerGroup(templates).Obj(), "worker-group", 1).UID("job-uid").
+		Label(contract.RestartAttemptLabelKey, attempt).Obj()
+	if attempt == "" {
+		delete(job.Labels, contract.RestartAttemptLabelKey)
 	}
 	return job
 }
@@ -191,14 +190,7 @@ func TestFinished(t *testing.T) {
 // the Job webhook gives the Job's pods once JobSet creates it, in the same restart attempt.
 func TestAheadAgreesWithTheJob(t *testing.T) {
 	job := newJob("2", kep762)
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-			Name: "worker-group", Replicas: 3,
-			Template: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: job.Annotations}, Spec: job.Spec},
-		}}},
-		Status: jobsetv1alpha2.JobSetStatus{Restarts: 2},
-	}
+	js := workerGroup(kep762).Restarts(2).Obj()
 	if name := JobName("js", "worker-group", 1); name != job.Name {
 		t.Fatalf("JobName = %s, want %s", name, job.Name)
 	}

@@ -10,6 +10,10 @@ const (
 	ReasonDeleted = "ResourceClaimsDeleted"
 	// ReasonFailed: creating or deleting a ResourceClaim failed; the reconcile retries.
 	ReasonFailed = "ResourceClaimsFailed"
+	// ReasonRefused: the API server refuses the claims of a template for good (a template it
+	// no longer accepts, after an upgrade say): told once per template and cause, not per
+	// retry; the reconcile retries with back-off, and the JobSet is left as it is.
+	ReasonRefused = "ResourceClaimsRefused"
 	// ReasonShadowed: the pod template has a pod-level claim of a template's name; it wins, and
 	// the template gives the Job no claim.
 	ReasonShadowed = "ResourceClaimShadowed"

@@ -25,13 +25,13 @@ var (
 	}, []string{"reason"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_resourceclaims_errors_total",
-		Help: "Errors, by reason (adopt, create, delete, invalid, list).",
+		Help: "Errors, by reason (adopt, create, refused, delete, invalid, list).",
 	}, []string{"reason"})
-	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jobset_addons_resourceclaims_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included.",
+		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-	})
+	}, []string{"result"})
 )
 
 func init() {

@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -25,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -60,10 +60,10 @@ type Reconciler struct {
 	// (make bench-scale: 1.0 patch, 1.0 get and 1.05 deletes per JobSet of 4 claims).
 	changed *addon.Changed
 
-	// warned holds the Jobs already told about (shadowed templates), so that each is told once
-	// per process rather than on every reconcile.
-	mu     sync.Mutex
-	warned sets.Set[types.UID]
+	// told holds, per Job (or claim), the Warnings told about it, and per JobSet the refusals
+	// told (addon.Refusals), so that each is told once per process rather than on every
+	// reconcile.
+	told addon.Told
 }
 
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
@@ -100,20 +100,19 @@ func HasTemplates(js *jobsetv1alpha2.JobSet) bool {
 }
 
 // Reconcile makes the claims of the JobSet's Jobs match their templates and their state.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := time.Now()
-	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
+	defer func() { addon.ObserveReconcile(reconcileDuration, time.Since(start), err) }()
 	if !r.Gates.Enabled(claims.Gate) {
 		return ctrl.Result{}, nil
 	}
-	js := &jobsetv1alpha2.JobSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
-	ctx = ctrl.LoggerInto(ctx, log)
-	if !js.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // the garbage collector takes the Jobs and, with them, the claims
+	// Deleting: the garbage collector takes the Jobs and, with them, the claims.
+	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
+	if err != nil || !ok {
+		if js != nil {
+			r.told.Forget(js.UID) // the refusals told of it
+		}
+		return ctrl.Result{}, err
 	}
 	r.checkJobSet(js)
 
@@ -248,9 +247,9 @@ func (r *Reconciler) checkJobSet(js *jobsetv1alpha2.JobSet) {
 		if !ok {
 			continue
 		}
-		if _, errs := claims.Parse(value, contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey)); len(errs) > 0 && r.firstWarning(js.UID) {
+		if _, errs := claims.Parse(value, contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey)); len(errs) > 0 && r.told.Once(js.UID, ReasonInvalid) {
 			reconcileErrors.WithLabelValues("invalid").Inc()
-			r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip,
+			addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip,
 				"The resource claim templates of ReplicatedJob %s are invalid; new Jobs of it are refused until it is fixed: %v", rj.Name, errs.ToAggregate())
 		}
 	}
@@ -272,9 +271,9 @@ type action struct {
 func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing map[string]*resourcev1.ResourceClaim, missing func(string) bool) []action {
 	bindings, errs := claims.Bindings(job)
 	if len(errs) > 0 {
-		if r.firstWarning(job.UID) {
+		if r.told.Once(job.UID, ReasonInvalid) {
 			reconcileErrors.WithLabelValues("invalid").Inc()
-			r.Recorder.Eventf(js, job, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Job %s has invalid resource claim templates; no claims are made or deleted for it: %v", job.Name, errs.ToAggregate())
+			addon.Tell(r.Recorder, js, job, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Job %s has invalid resource claim templates; no claims are made or deleted for it: %v", job.Name, errs.ToAggregate())
 		}
 		return nil
 	}
@@ -306,26 +305,12 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 			work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})
 		}
 	}
-	if len(shadowed) > 0 && r.firstWarning(job.UID) {
+	if len(shadowed) > 0 && r.told.Once(job.UID, ReasonShadowed) {
 		claimsSkipped.WithLabelValues("shadowed").Add(float64(len(shadowed)))
-		r.Recorder.Eventf(js, job, corev1.EventTypeWarning, ReasonShadowed, actionSkip,
+		addon.Tell(r.Recorder, js, job, corev1.EventTypeWarning, ReasonShadowed, actionSkip,
 			"The pod template of Job %s has its own resourceClaims of the names %s, which win: those templates give it no claim", job.Name, strings.Join(shadowed, ", "))
 	}
 	return work
-}
-
-// firstWarning tells whether the Job has not been warned about yet, and remembers it.
-func (r *Reconciler) firstWarning(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.warned == nil {
-		r.warned = sets.New[types.UID]()
-	}
-	if r.warned.Has(uid) {
-		return false
-	}
-	r.warned.Insert(uid)
-	return true
 }
 
 // outcome gathers, per Job and kind, the claims one reconcile handled, for one event each.
@@ -333,6 +318,10 @@ type outcome struct {
 	mu     sync.Mutex
 	byJob  map[string]map[string][]string // job -> kind (created, deleted, failed, taken) -> claims
 	errors []string
+	// refused are the creates the API server refused for good, told apart (once per cause);
+	// refusedJobs the Job of each.
+	refused     addon.Refusals
+	refusedJobs sync.Map
 }
 
 func (o *outcome) add(job, kind, claim string, err error) {
@@ -400,22 +389,25 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 			if job, ok := related[j].(*batchv1.Job); ok && job.UID == "" {
 				ahead = " (ahead of it)"
 			}
-			r.Recorder.Eventf(js, related[j], corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created ResourceClaims for Job %s%s: %s", j, ahead, strings.Join(sorted(c), ", "))
+			addon.Tell(r.Recorder, js, related[j], corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created ResourceClaims for Job %s%s: %s", j, ahead, strings.Join(sorted(c), ", "))
 		}
 		if c := kinds["deleted"]; len(c) > 0 {
-			r.Recorder.Eventf(js, related[j], corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted ResourceClaims of Job %s: %s", j, strings.Join(sorted(c), ", "))
+			addon.Tell(r.Recorder, js, related[j], corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted ResourceClaims of Job %s: %s", j, strings.Join(sorted(c), ", "))
 		}
 		if c := kinds["taken"]; len(c) > 0 {
-			r.Recorder.Eventf(js, related[j], corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
+			addon.Tell(r.Recorder, js, related[j], corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
 				"ResourceClaims %s exist and were not made by resourceclaims: they are left as they are, and the pods of Job %s use them", strings.Join(sorted(c), ", "), j)
 		}
 	}
+	jobOf := map[string]string{}
+	out.refusedJobs.Range(func(k, v any) bool { jobOf[k.(string)] = v.(string); return true })
+	refused := r.tellRefused(js, &out.refused, jobOf)
 	if len(out.errors) > 0 {
 		errs := sorted(out.errors)
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
-		return fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; "))
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonFailed, actionCreate, "%d claim operations failed, will retry; the first: %s", len(errs), errs[0])
+		return errors.Join(fmt.Errorf("%d claim operations failed: %s", len(errs), strings.Join(errs, "; ")), refused)
 	}
-	return nil
+	return refused
 }
 
 // create creates a claim. One that exists already is ours for this owner or made ahead for
@@ -432,6 +424,12 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return // the JobSet goes with its namespace
 	}
+	if addon.Classify(err) == addon.Refused {
+		reconcileErrors.WithLabelValues("refused").Inc()
+		out.refused.Add(a.create.Labels[contract.ResourceClaimTemplateLabelKey], a.create.Name, err)
+		out.refusedJobs.Store(a.create.Name, a.jobName)
+		return
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		reconcileErrors.WithLabelValues("create").Inc()
 		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
@@ -446,7 +444,7 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	switch {
 	case found.Labels[contract.ManagedByLabelKey] != contract.ResourceClaimsManagedByValue:
 		claimsSkipped.WithLabelValues("name-taken").Inc()
-		if r.firstWarning(found.UID) {
+		if r.told.Once(found.UID, ReasonNameTaken) {
 			out.add(a.jobName, "taken", found.Name, nil)
 		}
 	case controlledBy(found, a.create.OwnerReferences[0].UID):

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -39,6 +40,13 @@ func testScheme(t *testing.T) *runtime.Scheme {
 		}
 	}
 	return s
+}
+
+// devJobSet is JobSet ns/js (UID js-uid) of ReplicatedJob w, replicas Jobs each with the
+// per-Job claim of template dev.
+func devJobSet(replicas int32) *addontest.JobSetWrapper {
+	return addontest.JobSet("ns", "js").UID("js-uid").ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(replicas).
+		JobAnnotation(contract.TemplatesAnnotationKey, `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: c}}]}}}]`))
 }
 
 // staleCache reads from a snapshot of the server (the cache, behind) and writes to the server,
@@ -126,18 +134,7 @@ func TestStaleCacheWritesOnce(t *testing.T) {
 	ctx := context.Background()
 	scheme := testScheme(t)
 	const ns = "ns"
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "js", UID: "js-uid"},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-			Name: "w", Replicas: 1,
-			Template: batchv1.JobTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.TemplatesAnnotationKey: `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: c}}]}}}]`}},
-				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
-				}}},
-			},
-		}}},
-	}
+	js := devJobSet(1).Obj()
 	server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
 	gates := featuregate.NewFeatureGate()
 	if err := gates.Add(claims.Gates); err != nil {
@@ -160,18 +157,7 @@ func TestStaleCacheWritesOnce(t *testing.T) {
 	}
 
 	// The Job appears, as the JobSet controller makes it.
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: claims.JobName("js", "w", 0), UID: "job-uid",
-			Labels: map[string]string{
-				contract.JobSetNameLabelKey: "js", contract.ReplicatedJobNameLabelKey: "w", contract.JobIndexLabelKey: "0",
-				contract.RestartAttemptLabelKey: "0",
-			},
-			Annotations:     js.Spec.ReplicatedJobs[0].Template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-		},
-		Spec: js.Spec.ReplicatedJobs[0].Template.Spec,
-	}
+	job := addontest.Job(js, "w", 0).UID("job-uid").ControlledBy(js).Obj()
 	if err := server.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,16 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
-// FuzzJobSetWebhook: the validating JobSet webhook (without its dry runs, which need an
-// apiserver), from the KEP-762 examples.
+// FuzzJobSetWebhook: the validating JobSet webhook, from the KEP-762 examples, with its dry runs
+// answered by a fake API server (addontest.DryRunClient).
 func FuzzJobSetWebhook(f *testing.F) {
 	s := addontest.JobSetScheme(f)
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/resourceclaims", "JobSet"), map[string]*admission.Webhook{
-		"validate JobSet": admission.WithValidator(s, &JobSetWebhook{Gates: gates(f, true)}),
+		"validate JobSet": admission.WithValidator(s, &JobSetWebhook{Gates: gates(f, true), DryRun: &addon.DryRunner{Client: addontest.DryRunClient(), Name: "resourceclaims"}}),
 	})
 }
 

@@ -2,26 +2,18 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -29,39 +21,11 @@ import (
 // JobSetWebhook validates the templates annotation of a JobSet's ReplicatedJobs on CREATE and
 // keeps it immutable on UPDATE.
 type JobSetWebhook struct {
-	// Client, when set, checks each template's spec with a dry-run create of a ResourceClaim, so
-	// that the API server's own validation of resource.k8s.io/v1 (and its admission) judges it.
-	// It should have a rate limit of its own: admission must not wait behind the reconciler.
-	Client client.Client
+	// DryRun, when set, has the API server judge the claim each template gives the first Job of
+	// its ReplicatedJob with a dry-run create: its validation of resource.k8s.io/v1, its
+	// admission, the namespace's quota (addon.DryRunner).
+	DryRun *addon.DryRunner
 	Gates  featuregate.FeatureGate
-
-	// valid remembers the sample claims (namespace, metadata and spec) the API server accepted,
-	// so that JobSets made from one template are not checked again and again.
-	valid seen
-}
-
-// seen is a bounded set of strings, emptied when full.
-type seen struct {
-	mu  sync.Mutex
-	set map[string]struct{}
-}
-
-const seenSize = 1024
-
-func (s *seen) has(k string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.set[k]
-	return ok
-}
-
-func (s *seen) add(k string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.set == nil || len(s.set) >= seenSize {
-		s.set = make(map[string]struct{}, seenSize)
-	}
-	s.set[k] = struct{}{}
 }
 
 var _ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
@@ -73,8 +37,9 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 		return gateOff(js), nil
 	}
 	errs, samples := validateJobSet(js)
-	warnings := w.checkSpecs(ctx, js, samples, &errs)
-	return warnings, jobsets.Invalid(js, errs)
+	refused, warnings := w.DryRun.Check(ctx, samples)
+	warnings = append(warnings, kueueWarnings(js)...)
+	return warnings, jobsets.Invalid(js, append(errs, refused...))
 }
 
 // ValidateUpdate keeps the templates annotation of every ReplicatedJob as it was created, and
@@ -112,17 +77,13 @@ func gateOff(js *jobsetv1alpha2.JobSet) admission.Warnings {
 	return nil
 }
 
-// sample is a claim one template would give, for the API server to check by dry run.
-type sample struct {
-	path  *field.Path // the template, spec.replicatedJobs[i]...annotations[...][j]
-	claim *resourcev1.ResourceClaim
-}
-
 // validateJobSet checks every ReplicatedJob's templates against its pod template, without API
-// calls, and returns the claims whose specs are still to be checked by the API server.
-func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []sample) {
+// calls, and returns the claims still to be checked by the API server: for each template whose
+// name is valid, the claim it gives the ReplicatedJob's first Job, as the reconciler makes it,
+// under the template's path.
+func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun) {
 	var errs field.ErrorList
-	var samples []sample
+	var samples []addon.DryRun
 	maxAttempt := 0
 	if js.Spec.FailurePolicy != nil {
 		maxAttempt = int(js.Spec.FailurePolicy.MaxRestarts)
@@ -172,10 +133,7 @@ func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []sample) {
 				errs = append(errs, field.Invalid(tp.Child("metadata", "name"), t.Name, err.Error()))
 				continue
 			}
-			samples = append(samples, sample{path: tp, claim: &resourcev1.ResourceClaim{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: "resourceclaims-validate-", Namespace: js.Namespace, Labels: t.Labels, Annotations: t.Annotations},
-				Spec:       t.Spec,
-			}})
+			samples = append(samples, sample(js, rj, t, tp))
 		}
 	}
 	return errs, samples
@@ -200,48 +158,16 @@ func clash(spec *corev1.PodSpec, t contract.ResourceClaimTemplate, tp *field.Pat
 	return nil
 }
 
-// checkSpecs has the API server validate each sample claim with a dry-run create, and adds
-// what it refuses to errs under the template's path. A dry run that fails for another reason
-// does not refuse the JobSet: it warns, and the claim is validated again when it is created.
-func (w *JobSetWebhook) checkSpecs(ctx context.Context, js *jobsetv1alpha2.JobSet, samples []sample, errs *field.ErrorList) admission.Warnings {
-	if w.Client == nil {
-		return nil
+// sample is the claim the template t at path gives the first Job of rj, as the reconciler makes
+// it ahead of the Job (owned by the JobSet, when the JobSet has its UID yet), for a dry run. Its
+// Key is what its acceptance depends on: the namespace and the template's metadata and spec.
+func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contract.ResourceClaimTemplate, path *field.Path) addon.DryRun {
+	job := claims.JobName(js.Name, rj.Name, 0)
+	name, _ := contract.ResourceClaimName(job, t.Name, 0) // the longest name was checked
+	claim := claims.Claim(js.Namespace, js.Name, rj.Name, 0, claims.JobSetOwner(js), claims.Binding{Template: t, ClaimName: name})
+	if js.UID == "" {
+		claim.OwnerReferences = nil
 	}
-	var warnings admission.Warnings
-	for _, s := range samples {
-		key, keyErr := json.Marshal(s.claim)
-		if keyErr == nil && w.valid.has(string(key)) {
-			continue
-		}
-		err := w.Client.Create(ctx, s.claim, client.DryRunAll)
-		if err == nil {
-			if keyErr == nil {
-				w.valid.add(string(key))
-			}
-			continue
-		}
-		var status apierrors.APIStatus
-		if apierrors.IsInvalid(err) && errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
-			for _, c := range status.Status().Details.Causes {
-				*errs = append(*errs, causeError(s.path, c))
-			}
-			continue
-		}
-		logf.FromContext(ctx).Info("Could not check a resource claim template by dry run", "jobset", js.Name, "template", s.path.String(), "err", err)
-		warnings = append(warnings, fmt.Sprintf("resourceclaims: %s could not be checked by the API server (%v); it is checked again when its claims are created", s.path, err))
-	}
-	return warnings
-}
-
-// causeError turns a cause of the API server's Invalid error for a sample claim into a field
-// error under the template's path: spec.devices.requests[0]... becomes
-// spec.replicatedJobs[i]...annotations[...][j].spec.devices.requests[0]...
-func causeError(template *field.Path, c metav1.StatusCause) *field.Error {
-	t := field.ErrorType(c.Type)
-	detail := strings.TrimPrefix(strings.TrimPrefix(c.Message, t.String()), ": ")
-	p := template
-	if c.Field != "" {
-		p = template.Child(c.Field)
-	}
-	return &field.Error{Type: t, Field: p.String(), BadValue: field.OmitValueType{}, Detail: detail}
+	key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
+	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key}
 }

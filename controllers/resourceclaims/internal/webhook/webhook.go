@@ -7,14 +7,20 @@ package webhook
 
 import (
 	"fmt"
+	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
+
+// DryRunRemember is how long the JobSet webhook takes a claim template the API server accepted
+// in a dry run for accepted, in its namespace: JobSets made from one template in a burst are
+// checked once.
+const DryRunRemember = 10 * time.Second
 
 // Paths the webhook server serves, for the webhook configurations of the Helm chart and the
 // e2e harness.
@@ -28,16 +34,16 @@ const (
 // Register adds the webhooks to mgr's webhook server. The manager's scheme must know the
 // JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs go through a client
 // of their own, with a rate limit of their own (qps, burst), so that admission never waits
-// behind the reconciler's API calls.
+// behind the reconciler's API calls; an accepted template is not dry-run again for
+// DryRunRemember.
 func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burst int) error {
-	rc := rest.CopyConfig(mgr.GetConfig())
-	rc.QPS, rc.Burst = qps, burst
-	c, err := client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := addon.NewDryRunClient(mgr, qps, burst)
 	if err != nil {
 		return err
 	}
+	dryRun := &addon.DryRunner{Client: c, Name: "resourceclaims", Remember: DryRunRemember}
 	err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1alpha2.JobSet{}).
-		WithValidator(&JobSetWebhook{Client: c, Gates: gates}).
+		WithValidator(&JobSetWebhook{DryRun: dryRun, Gates: gates}).
 		WithValidatorCustomPath(ValidateJobSetPath).
 		Complete()
 	if err != nil {

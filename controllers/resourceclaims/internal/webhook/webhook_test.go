@@ -11,7 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -20,6 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -37,28 +37,20 @@ func gates(t testing.TB, on bool) featuregate.FeatureGate {
 }
 
 // testJobSet has ReplicatedJob "workers" (3 Jobs, containers worker and helper, init container
-// init) with templates, and ReplicatedJob "plain" without.
+// init) with templates, and ReplicatedJob "plain" without; edit, if not nil, changes the pod
+// template of both.
 func testJobSet(templates string, edit func(spec *corev1.PodSpec)) *jobsetv1alpha2.JobSet {
-	spec := corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "init"}},
-		Containers:     []corev1.Container{{Name: "worker"}, {Name: "helper"}},
+	rj := func(name string) *addontest.ReplicatedJobWrapper {
+		w := addontest.ReplicatedJob(name).Replicas(3).InitContainers("init").Containers("worker", "helper")
+		if edit != nil {
+			edit(w.PodSpec())
+		}
+		return w
 	}
-	if edit != nil {
-		edit(&spec)
-	}
-	rj := func(name string, ann map[string]string) jobsetv1alpha2.ReplicatedJob {
-		return jobsetv1alpha2.ReplicatedJob{Name: name, Replicas: 3, Template: batchv1.JobTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *spec.DeepCopy()}},
-		}}
-	}
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{
-			rj("plain", nil),
-			rj("workers", map[string]string{contract.TemplatesAnnotationKey: templates}),
-		}},
-	}
+	return addontest.JobSet("ns", "js").ReplicatedJobs(
+		rj("plain"),
+		rj("workers").JobAnnotation(contract.TemplatesAnnotationKey, templates),
+	).Obj()
 }
 
 const path = "spec.replicatedJobs[1].template.metadata.annotations[resourceclaims.jobset-addons.io/templates]"
@@ -228,13 +220,9 @@ func jobRequest(t testing.TB, job *batchv1.Job) admission.Request {
 	}}
 }
 
+// testJob is Job 0 of testJobSet's ReplicatedJob workers, as upstream JobSet creates it.
 func testJob(templates string) *batchv1.Job {
-	js := testJobSet(templates, nil)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "js-workers-0", Namespace: "ns", Labels: map[string]string{contract.JobSetNameLabelKey: "js"},
-			Annotations: js.Spec.ReplicatedJobs[1].Template.Annotations},
-		Spec: js.Spec.ReplicatedJobs[1].Template.Spec,
-	}
+	return addontest.Job(testJobSet(templates, nil), "workers", 0).Obj()
 }
 
 func apply(t *testing.T, req admission.Request, resp admission.Response) *batchv1.Job {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,12 +46,10 @@ type Reconciler struct {
 	Workers int
 
 	mu sync.Mutex
-	// patched holds pods whose gate was removed lately, so that a reconcile that runs before
-	// the cache shows it does not patch them again.
-	patched map[types.UID]time.Time
-	// released holds the pods released that the cache shows still at the resourceVersion they
-	// were released from: on a starved apiserver the cache showed a release more than 6 s after
-	// its patch was answered (make bench-scale), past recentlyPatched.
+	// released holds the pods released (written, the cache is behind) that the cache shows
+	// still at the resourceVersion they were released from, so that a reconcile that runs
+	// before the cache shows a release does not patch them again: on a starved apiserver the
+	// cache showed a release more than 6 s after its patch was answered (make bench-scale).
 	released *addon.Changed
 	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
 	warned addon.Told
@@ -107,30 +103,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	start := r.Clock.Now()
 	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
 
-	js := &jobsetv1alpha2.JobSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forgetWritten(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
-	ctx = ctrl.LoggerInto(ctx, log)
-	if !js.DeletionTimestamp.IsZero() || !sequence.Uses(js) {
-		r.forget(js.UID)
+	if !ok || !sequence.Uses(js) {
+		if js != nil {
+			r.warned.Forget(js.UID)
+		}
 		r.forgetWritten(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	log := ctrl.LoggerFrom(ctx)
 	stages, errs := sequence.Stages(js)
 	if len(errs) > 0 {
-		r.warnOnce(js, ReasonInvalid, "invalid", "Nothing is released: %v", errs.ToAggregate())
+		r.warn(js, ReasonInvalid, "invalid", "Nothing is released: %v", errs.ToAggregate())
 		return ctrl.Result{}, nil
 	}
 	if len(sequence.GatedStages(stages)) == 0 {
 		return ctrl.Result{}, nil
 	}
 	if !sequence.Admitted(js, stages) {
-		r.warnOnce(js, ReasonNotAdmitted, "not-admitted",
+		r.warn(js, ReasonNotAdmitted, "not-admitted",
 			"The JobSet was created while the sequencer webhook was not running: its pods carry no scheduling gate and are not held back; re-create the JobSet")
 		return ctrl.Result{}, nil
 	}
@@ -169,13 +163,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			for _, name := range s.ReplicatedJobs {
 				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
 				log.Info("Released a ReplicatedJob", "replicatedJob", name, "stage", s.Index, "attempt", attempt, "waitedFor", describe(s.DependsOn))
-				r.Recorder.Eventf(js, firstJob(jobs.Items, name), corev1.EventTypeNormal, ReasonStageReleased, actionRelease,
+				addon.Tell(r.Recorder, js, firstJob(jobs.Items, name), corev1.EventTypeNormal, ReasonStageReleased, actionRelease,
 					"Released ReplicatedJob %s (stage %d, restart attempt %d): %s", name, s.Index, attempt, describe(s.DependsOn))
 			}
 		}
 	}
 	if err := errors.Join(podErr, annErr); err != nil {
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonReleaseFailed, actionRelease, "Releasing failed: %v", err)
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonReleaseFailed, actionRelease, "Releasing failed: %v", err)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -199,7 +193,7 @@ func (r *Reconciler) withdraw(ctx context.Context, js *jobsetv1alpha2.JobSet) er
 	}
 	r.remember(js, none)
 	ctrl.LoggerFrom(ctx).Info("Withdrew the releases of the suspended JobSet", "replicatedJobs", prev.ReplicatedJobs, "attempt", prev.RestartAttempt)
-	r.Recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonReleasesWithdrawn, actionWithdraw,
+	addon.Tell(r.Recorder, js, nil, corev1.EventTypeNormal, ReasonReleasesWithdrawn, actionWithdraw,
 		"The JobSet is suspended: ReplicatedJobs %s are held again (restart attempt %d); each is released again once its predecessors hold after the JobSet resumes",
 		strings.Join(prev.ReplicatedJobs, ", "), prev.RestartAttempt)
 	return nil
@@ -291,7 +285,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 		p := &pods.Items[i]
 		if p.DeletionTimestamp == nil && sequence.HasGate(p.Spec.SchedulingGates) &&
 			released.Has(p.Labels[contract.ReplicatedJobNameLabelKey]) && jobsets.AttemptOf(p.Labels) == attempt &&
-			!r.releasedTracker().Pending(p) && r.claim(p.UID) {
+			!r.releasedTracker().Pending(p) {
 			todo = append(todo, p)
 		}
 	}
@@ -313,14 +307,12 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 				return
 			}
 			if err != nil {
-				r.unclaim(p.UID)
 				reconcileErrors.WithLabelValues("patch-pod").Inc()
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("releasing pod %s: %w", p.Name, err))
 				mu.Unlock()
 				return
 			}
-			r.patchedNow(p.UID)
 			r.releasedTracker().Wrote(&before)
 			podsReleased.Inc()
 		}()
@@ -328,43 +320,6 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	wg.Wait()
 	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo)-len(errs), "failed", len(errs))
 	return errors.Join(errs...)
-}
-
-// recentlyPatched is how long a released pod is not patched again while the cache catches up.
-const recentlyPatched = 5 * time.Second
-
-// claim tells whether the pod is to be patched now, and notes that it is.
-func (r *Reconciler) claim(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.Clock.Now()
-	if r.patched == nil {
-		r.patched = map[types.UID]time.Time{}
-	}
-	if at, ok := r.patched[uid]; ok && now.Sub(at) < recentlyPatched {
-		return false
-	}
-	if len(r.patched) > 10000 {
-		for k, at := range r.patched {
-			if now.Sub(at) >= recentlyPatched {
-				delete(r.patched, k)
-			}
-		}
-	}
-	r.patched[uid] = now
-	return true
-}
-
-// patchedNow notes that the pod's patch was answered just now: the cache is given
-// recentlyPatched from the answer, not from the request, to show it (make bench-scale: the
-// apiserver answered a patch 5.2 s after receiving it, and the next reconcile, its cache still
-// showing the gate, patched the pod again).
-func (r *Reconciler) patchedNow(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.patched != nil {
-		r.patched[uid] = r.Clock.Now()
-	}
 }
 
 // releasedTracker is r.released, made on first use.
@@ -377,23 +332,11 @@ func (r *Reconciler) releasedTracker() *addon.Changed {
 	return r.released
 }
 
-func (r *Reconciler) unclaim(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.patched, uid)
-}
-
-// warnOnce emits a Warning once per JobSet and reason.
-func (r *Reconciler) warnOnce(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
-	if !r.warned.First(js.UID, reason) {
-		return
+// warn emits a Warning once per JobSet and reason (addon.Told), and counts it.
+func (r *Reconciler) warn(js *jobsetv1alpha2.JobSet, reason, metricReason, format string, args ...any) {
+	if r.warned.Warn(r.Recorder, js, nil, reason, actionSkip, format, args...) {
+		reconcileErrors.WithLabelValues(metricReason).Inc()
 	}
-	reconcileErrors.WithLabelValues(metricReason).Inc()
-	r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, reason, actionSkip, format, args...)
-}
-
-func (r *Reconciler) forget(uid types.UID) {
-	r.warned.Forget(uid)
 }
 
 // firstJob is a Job of ReplicatedJob name (nil when none is there yet), the related object of

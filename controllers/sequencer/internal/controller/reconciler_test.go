@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,18 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
-	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
+
+// gatedPod is pod index of ReplicatedJob rj of js in restart attempt attempt, named
+// <js>-<rj>-<index>-r<attempt>, held by the sequencer's gate and by another's.
+func gatedPod(js *jobsetv1alpha2.JobSet, rj string, index, attempt int) *corev1.Pod {
+	name := fmt.Sprintf("%s-%s-%d-r%d", js.Name, rj, index, attempt)
+	return addontest.Pod(js.Namespace, js.Name, rj, index, 0).Name(name).UID(name).Attempt(attempt).
+		Label(contract.SequencerGatedLabelKey, contract.EnabledValue).
+		Gate("other.example.com/gate").Gate(contract.SequencerSchedulingGateValue).Obj()
+}
 
 func TestReconcile(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -34,8 +44,12 @@ func TestReconcile(t *testing.T) {
 		released string   // the released annotation ("" = absent)
 		events   []string // event reasons
 	}
-	newJS := func() *tu.JobSetWrapper {
-		return tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 2).ReplicatedJob("eval", 1)
+	newJS := func() *addontest.JobSetWrapper {
+		return addontest.JobSet("ns", "train").UID("train-uid").InOrder().ReplicatedJobs(
+			addontest.ReplicatedJob("init"),
+			addontest.ReplicatedJob("node").Replicas(2),
+			addontest.ReplicatedJob("eval"),
+		)
 	}
 	cases := map[string]struct {
 		js   *jobsetv1alpha2.JobSet
@@ -46,19 +60,19 @@ func TestReconcile(t *testing.T) {
 		"predecessor running: nothing released": {
 			js: newJS().Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Ready(1).Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Ready(1).Obj()}
 			},
 			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
-				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 1, 0)}
+				return []*corev1.Pod{gatedPod(js, "node", 0, 0), gatedPod(js, "node", 1, 0)}
 			},
 		},
 		"predecessor Complete: the node pods of the attempt are released, eval stays": {
 			js: newJS().Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
 			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
-				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 1, 0), tu.Pod(js, "eval", 0, 0)}
+				return []*corev1.Pod{gatedPod(js, "node", 0, 0), gatedPod(js, "node", 1, 0), gatedPod(js, "eval", 0, 0)}
 			},
 			want: want{
 				ungated:  []string{"train-node-0-r0", "train-node-1-r0"},
@@ -69,40 +83,40 @@ func TestReconcile(t *testing.T) {
 		"suspended: nothing released": {
 			js: newJS().Suspend(true).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 		},
 		"suspended after a release (Kueue preempted it): the release is withdrawn, nothing released": {
 			js: newJS().Suspend(true).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`, events: []string{ReasonReleasesWithdrawn}},
 		},
 		"suspended, releases withdrawn already: nothing written, nothing told": {
 			js: newJS().Suspend(true).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`},
 		},
 		"resumed after a withdrawal, predecessor Ready only: held until it holds again": {
 			js: newJS().Annotation(contract.WaitForAnnotationKey, "Ready").Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 			want: want{released: `{"restartAttempt":0,"replicatedJobs":[]}`},
 		},
 		"resumed after a withdrawal, predecessor Complete: released again and told again": {
 			js: newJS().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":[]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 			want: want{
 				ungated:  []string{"train-node-0-r0"},
 				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
@@ -112,9 +126,9 @@ func TestReconcile(t *testing.T) {
 		"released earlier in the attempt: a new pod is released, no second event": {
 			js: newJS().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 1, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 1, 0)} },
 			want: want{
 				ungated:  []string{"train-node-1-r0"},
 				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
@@ -123,19 +137,22 @@ func TestReconcile(t *testing.T) {
 		"restarted: the earlier attempt's releases are dropped, its pods left alone": {
 			js: newJS().Restarts(1).Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["node"]}`).Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj(), tu.Job(js, "init", 0).Attempt(1).Obj()}
+				return []*batchv1.Job{
+					addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj(),
+					addontest.Job(js, "init", 0).ControlledBy(js).Attempt(1).Name("train-init-0-r1").Obj(),
+				}
 			},
 			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
-				return []*corev1.Pod{tu.Pod(js, "node", 0, 0), tu.Pod(js, "node", 0, 1)}
+				return []*corev1.Pod{gatedPod(js, "node", 0, 0), gatedPod(js, "node", 0, 1)}
 			},
 			want: want{released: `{"restartAttempt":1,"replicatedJobs":[]}`},
 		},
 		"created without the webhook: nothing released, a warning": {
 			js: newJS().Obj(),
 			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
-				return []*batchv1.Job{tu.Job(js, "init", 0).Complete().Obj()}
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
 			},
-			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{tu.Pod(js, "node", 0, 0)} },
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod { return []*corev1.Pod{gatedPod(js, "node", 0, 0)} },
 			want: want{events: []string{ReasonNotAdmitted}},
 		},
 	}
@@ -210,10 +227,13 @@ func TestReconcile(t *testing.T) {
 
 // initThenNode is an admitted JobSet of two stages, init then node, one pod each, and node's pod.
 func initThenNode() (*jobsetv1alpha2.JobSet, *corev1.Pod) {
-	js := tu.JobSet("train").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 1).Obj()
+	js := addontest.JobSet("ns", "train").UID("train-uid").InOrder().ReplicatedJobs(
+		addontest.ReplicatedJob("init"),
+		addontest.ReplicatedJob("node"),
+	).Obj()
 	stages, _ := sequence.Stages(js)
 	sequence.Inject(js, stages)
-	return js, tu.Pod(js, "node", 0, 0)
+	return js, gatedPod(js, "node", 0, 0)
 }
 
 // initThenNodeClient is a fake client holding js, its init Job Complete, and node's pod.
@@ -222,7 +242,7 @@ func initThenNodeClient(js *jobsetv1alpha2.JobSet, pod *corev1.Pod) *fake.Client
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
 	return fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(js, tu.Job(js, "init", 0).Complete().Obj(), pod).
+		WithObjects(js, addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj(), pod).
 		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet)
 }
 
@@ -264,8 +284,8 @@ func TestReconcileStaleCache(t *testing.T) {
 	}
 }
 
-// TestSlowPatchNotRepeated: a pod's release that the apiserver answers after longer than
-// recentlyPatched is not patched again by a reconcile whose cache still shows the gate.
+// TestSlowPatchNotRepeated: a pod's release that the apiserver answers slowly (6 s) is not
+// patched again by a reconcile whose cache still shows the gate (addon.Changed).
 func TestSlowPatchNotRepeated(t *testing.T) {
 	js, pod := initThenNode()
 	c := initThenNodeClient(js, pod).Build()
@@ -280,11 +300,11 @@ func TestSlowPatchNotRepeated(t *testing.T) {
 			}
 			return cl.List(ctx, list, opts...)
 		},
-		// The apiserver answers a pod's patch after longer than recentlyPatched.
+		// The apiserver answers a pod's patch after 6 s.
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(*corev1.Pod); ok {
 				podPatches++
-				clk.Step(recentlyPatched + time.Second)
+				clk.Step(6 * time.Second)
 			}
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
@@ -294,8 +314,8 @@ func TestSlowPatchNotRepeated(t *testing.T) {
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)}); err != nil {
 			t.Fatalf("Reconcile: %v", err)
 		}
-		// The cache shows the release later than recentlyPatched after its answer, too.
-		clk.Step(recentlyPatched + time.Second)
+		// The cache shows the release 6 s after its answer, too.
+		clk.Step(6 * time.Second)
 	}
 	if podPatches != 1 {
 		t.Errorf("%d pod patches, want 1", podPatches)

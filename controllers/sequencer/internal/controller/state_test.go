@@ -8,19 +8,30 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
-	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 func TestDecide(t *testing.T) {
-	chain := tu.JobSet("chain").InOrder().ReplicatedJob("a", 2).ReplicatedJob("b", 1).ReplicatedJob("c", 1).Obj()
-	ready := tu.JobSet("ready").InOrder().Annotation(contract.WaitForAnnotationKey, "Ready").
-		ReplicatedJob("a", 2).ReplicatedJob("b", 1).Obj()
-	fanIn := tu.JobSet("fanin").ReplicatedJob("data", 1).ReplicatedJob("model", 1).
-		ReplicatedJob("node", 2).DependsOn("- name: data\n- name: model\n  status: Ready\n").Obj()
-	restarted := tu.JobSet("chain").InOrder().ReplicatedJob("a", 2).ReplicatedJob("b", 1).ReplicatedJob("c", 1).Restarts(1).Obj()
-	jobs := func(js ...*tu.JobWrapper) []batchv1.Job {
+	chain := addontest.JobSet("ns", "chain").UID("chain-uid").InOrder().ReplicatedJobs(
+		addontest.ReplicatedJob("a").Replicas(2),
+		addontest.ReplicatedJob("b"),
+		addontest.ReplicatedJob("c"),
+	).Obj()
+	ready := addontest.JobSet("ns", "ready").UID("ready-uid").InOrder().Annotation(contract.WaitForAnnotationKey, "Ready").
+		ReplicatedJobs(addontest.ReplicatedJob("a").Replicas(2), addontest.ReplicatedJob("b")).Obj()
+	fanIn := addontest.JobSet("ns", "fanin").UID("fanin-uid").ReplicatedJobs(
+		addontest.ReplicatedJob("data"),
+		addontest.ReplicatedJob("model"),
+		addontest.ReplicatedJob("node").Replicas(2).DependsOnAnnotation("- name: data\n- name: model\n  status: Ready\n"),
+	).Obj()
+	restarted := addontest.JobSet("ns", "chain").UID("chain-uid").InOrder().ReplicatedJobs(
+		addontest.ReplicatedJob("a").Replicas(2),
+		addontest.ReplicatedJob("b"),
+		addontest.ReplicatedJob("c"),
+	).Restarts(1).Obj()
+	jobs := func(js ...*addontest.JobWrapper) []batchv1.Job {
 		var out []batchv1.Job
 		for _, j := range js {
 			out = append(out, *j.Obj())
@@ -37,65 +48,65 @@ func TestDecide(t *testing.T) {
 	}{
 		"nothing finished": {
 			js:           chain,
-			jobs:         jobs(tu.Job(chain, "a", 0), tu.Job(chain, "a", 1), tu.Job(chain, "b", 0)),
+			jobs:         jobs(addontest.Job(chain, "a", 0), addontest.Job(chain, "a", 1), addontest.Job(chain, "b", 0)),
 			wantReleased: []string{},
 		},
 		"one of two predecessor Jobs Complete": {
 			js:           chain,
-			jobs:         jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1), tu.Job(chain, "b", 0)),
+			jobs:         jobs(addontest.Job(chain, "a", 0).Complete(), addontest.Job(chain, "a", 1), addontest.Job(chain, "b", 0)),
 			wantReleased: []string{},
 		},
 		"every predecessor Job Complete releases the next stage only": {
 			js:           chain,
-			jobs:         jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1).Complete(), tu.Job(chain, "b", 0), tu.Job(chain, "c", 0)),
+			jobs:         jobs(addontest.Job(chain, "a", 0).Complete(), addontest.Job(chain, "a", 1).Complete(), addontest.Job(chain, "b", 0), addontest.Job(chain, "c", 0)),
 			wantReleased: []string{"b"},
 			wantNewly:    []int{1},
 		},
 		"ready is not Complete": {
 			js:           chain,
-			jobs:         jobs(tu.Job(chain, "a", 0).Ready(1), tu.Job(chain, "a", 1).Ready(1)),
+			jobs:         jobs(addontest.Job(chain, "a", 0).Ready(1), addontest.Job(chain, "a", 1).Ready(1)),
 			wantReleased: []string{},
 		},
 		"Ready mode: ready and Complete Jobs equal replicas": {
 			js:           ready,
-			jobs:         jobs(tu.Job(ready, "a", 0).Ready(1), tu.Job(ready, "a", 1).Complete()),
+			jobs:         jobs(addontest.Job(ready, "a", 0).Ready(1), addontest.Job(ready, "a", 1).Complete()),
 			wantReleased: []string{"b"},
 			wantNewly:    []int{1},
 		},
 		"Ready mode: a failed Job is not ready": {
 			js:           ready,
-			jobs:         jobs(tu.Job(ready, "a", 0).Ready(1), tu.Job(ready, "a", 1).Failed()),
+			jobs:         jobs(addontest.Job(ready, "a", 0).Ready(1), addontest.Job(ready, "a", 1).Finished(batchv1.JobFailed)),
 			wantReleased: []string{},
 		},
 		"fan-in: one of two predecessors": {
 			js:           fanIn,
-			jobs:         jobs(tu.Job(fanIn, "data", 0).Complete(), tu.Job(fanIn, "model", 0)),
+			jobs:         jobs(addontest.Job(fanIn, "data", 0).Complete(), addontest.Job(fanIn, "model", 0)),
 			wantReleased: []string{},
 		},
 		"fan-in: Complete and Ready": {
 			js:           fanIn,
-			jobs:         jobs(tu.Job(fanIn, "data", 0).Complete(), tu.Job(fanIn, "model", 0).Ready(1)),
+			jobs:         jobs(addontest.Job(fanIn, "data", 0).Complete(), addontest.Job(fanIn, "model", 0).Ready(1)),
 			wantReleased: []string{"node"},
 			wantNewly:    []int{1},
 		},
 		"a release of the attempt is kept when its predecessor is no longer ready": {
 			js:           ready,
-			jobs:         jobs(tu.Job(ready, "a", 0), tu.Job(ready, "a", 1)),
+			jobs:         jobs(addontest.Job(ready, "a", 0), addontest.Job(ready, "a", 1)),
 			prev:         contract.Released{ReplicatedJobs: []string{"b"}},
 			wantReleased: []string{"b"},
 		},
 		"after a restart, Jobs of the earlier attempt do not count and its releases are dropped": {
 			js: restarted,
-			jobs: jobs(tu.Job(restarted, "a", 0).Complete(), tu.Job(restarted, "a", 1).Complete(),
-				tu.Job(restarted, "a", 0).Attempt(1), tu.Job(restarted, "a", 1).Attempt(1).Complete()),
+			jobs: jobs(addontest.Job(restarted, "a", 0).Complete(), addontest.Job(restarted, "a", 1).Complete(),
+				addontest.Job(restarted, "a", 0).Attempt(1), addontest.Job(restarted, "a", 1).Attempt(1).Complete()),
 			prev:         contract.Released{ReplicatedJobs: []string{"b", "c"}},
 			wantAttempt:  1,
 			wantReleased: []string{},
 		},
 		"the attempt is taken from Jobs ahead of the JobSet's status": {
 			js: chain,
-			jobs: jobs(tu.Job(chain, "a", 0).Complete(), tu.Job(chain, "a", 1).Complete(),
-				tu.Job(chain, "a", 0).Attempt(1)),
+			jobs: jobs(addontest.Job(chain, "a", 0).Complete(), addontest.Job(chain, "a", 1).Complete(),
+				addontest.Job(chain, "a", 0).Attempt(1)),
 			prev:         contract.Released{ReplicatedJobs: []string{"b"}},
 			wantAttempt:  1,
 			wantReleased: []string{},
@@ -130,12 +141,8 @@ func TestDecide(t *testing.T) {
 // the releases of two ReplicatedJobs are two series of Events, not one), and to nothing — a nil
 // interface, not a typed nil — before its Jobs exist.
 func TestFirstJob(t *testing.T) {
-	job := func(name, rj string) batchv1.Job {
-		var j batchv1.Job
-		j.Name, j.Labels = name, map[string]string{contract.ReplicatedJobNameLabelKey: rj}
-		return j
-	}
-	jobs := []batchv1.Job{job("js-b-1", "b"), job("js-a-0", "a"), job("js-b-0", "b")}
+	js := addontest.JobSet("ns", "js").Obj()
+	jobs := []batchv1.Job{*addontest.Job(js, "b", 1).Obj(), *addontest.Job(js, "a", 0).Obj(), *addontest.Job(js, "b", 0).Obj()}
 	if got := firstJob(jobs, "b"); got == nil || got.(*batchv1.Job).Name != "js-b-0" {
 		t.Errorf("firstJob(b) = %v, want js-b-0", got)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -18,24 +18,34 @@ func TestUsesAndGatedStages(t *testing.T) {
 		wantInject []string
 	}{
 		"plain": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(addontest.ReplicatedJob("x"), addontest.ReplicatedJob("y")).Obj(),
 		},
 		"upstream dependsOn only: upstream holds it, no gate": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("v", 1).UpstreamDependsOn("x", jobsetv1alpha2.DependencyComplete).Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("v").DependsOnStatus("x", jobsetv1alpha2.DependencyComplete),
+			).Obj(),
 		},
 		"wait-for alone: used, nothing to gate": {
-			js:       tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJob("x", 1).Obj(),
+			js:       addontest.JobSet("ns", "a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJobs(addontest.ReplicatedJob("x")).Obj(),
 			wantUses: true,
 		},
 		"InOrder": {
-			js:         tu.JobSet("a").InOrder().ReplicatedJob("x", 1).ReplicatedJob("v", 1).ReplicatedJob("w", 1).Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("v"),
+				addontest.ReplicatedJob("w"),
+			).Obj(),
 			wantUses:   true,
 			wantGated:  [][]string{{"v"}, {"w"}},
 			wantInject: []string{"v", "w"},
 		},
 		"fan-in beside an upstream stage: only ours is gated": {
-			js: tu.JobSet("a").ReplicatedJob("d", 1).ReplicatedJob("m", 1).UpstreamDependsOn("d", jobsetv1alpha2.DependencyReady).
-				ReplicatedJob("n", 2).DependsOn("- name: d\n- name: m\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("d"),
+				addontest.ReplicatedJob("m").DependsOnStatus("d", jobsetv1alpha2.DependencyReady),
+				addontest.ReplicatedJob("n").Replicas(2).DependsOnAnnotation("- name: d\n- name: m\n"),
+			).Obj(),
 			wantUses:   true,
 			wantGated:  [][]string{{"n"}},
 			wantInject: []string{"n"},

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	tu "github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/testutil"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -42,67 +42,97 @@ func TestValidateCreate(t *testing.T) {
 		wantErrs []fieldErr
 	}{
 		"KEP-672 InOrder is valid": {
-			js: tu.JobSet("a").InOrder().ReplicatedJob("initializer", 1).ReplicatedJob("node", 2).Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().ReplicatedJobs(
+				addontest.ReplicatedJob("initializer"),
+				addontest.ReplicatedJob("node").Replicas(2),
+			).Obj(),
 		},
 		"fan-in is valid": {
-			js: tu.JobSet("a").ReplicatedJob("data", 1).ReplicatedJob("model", 1).ReplicatedJob("node", 2).
-				DependsOn("- name: data\n- name: model\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("data"),
+				addontest.ReplicatedJob("model"),
+				addontest.ReplicatedJob("node").Replicas(2).DependsOnAnnotation("- name: data\n- name: model\n"),
+			).Obj(),
 		},
 		"no sequencer annotation: not looked at": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).UpstreamDependsOn("nope", jobsetv1alpha2.DependencyReady).Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(addontest.ReplicatedJob("x").DependsOnStatus("nope", jobsetv1alpha2.DependencyReady)).Obj(),
 		},
 		"cycle": {
-			js:       tu.JobSet("a").ReplicatedJob("x", 1).DependsOn("- name: v\n").ReplicatedJob("v", 1).DependsOn("- name: x\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x").DependsOnAnnotation("- name: v\n"),
+				addontest.ReplicatedJob("v").DependsOnAnnotation("- name: x\n"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name")},
 		},
 		"unknown name": {
-			js:       tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: initialiser\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnAnnotation("- name: initialiser\n"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeNotFound, dependsOn(1)+"[0].name")},
 		},
 		"self-dependency": {
-			js:       tu.JobSet("a").ReplicatedJob("x", 1).DependsOn("- name: x\n").Obj(),
+			js:       addontest.JobSet("ns", "a").ReplicatedJobs(addontest.ReplicatedJob("x").DependsOnAnnotation("- name: x\n")).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name")},
 		},
 		"both annotations": {
-			js:       tu.JobSet("a").InOrder().ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n").Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnAnnotation("- name: x\n"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(1))},
 		},
 		"depends-on beside upstream dependsOn": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).ReplicatedJob("z", 1).
-				DependsOn("- name: x\n").UpstreamDependsOn("y", jobsetv1alpha2.DependencyComplete).Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y"),
+				addontest.ReplicatedJob("z").DependsOnAnnotation("- name: x\n").DependsOnStatus("y", jobsetv1alpha2.DependencyComplete),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(2))},
 		},
 		"execution-policy with startupPolicy InOrder": {
-			js:       tu.JobSet("a").InOrder().StartupInOrder().ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().StartupPolicy(jobsetv1alpha2.InOrder).ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, "spec.startupPolicy")},
 		},
 		"bad execution-policy": {
-			js:       tu.JobSet("a").Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential").ReplicatedJob("x", 1).Obj(),
+			js:       addontest.JobSet("ns", "a").Annotation(contract.ExecutionPolicyAnnotationKey, "Sequential").ReplicatedJobs(addontest.ReplicatedJob("x")).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeNotSupported, policy)},
 		},
 		"bad wait-for": {
-			js:       tu.JobSet("a").InOrder().Annotation(contract.WaitForAnnotationKey, "Running").ReplicatedJob("x", 1).Obj(),
+			js:       addontest.JobSet("ns", "a").InOrder().Annotation(contract.WaitForAnnotationKey, "Running").ReplicatedJobs(addontest.ReplicatedJob("x")).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeNotSupported, waitFor)},
 		},
 		"bad status and unknown field in depends-on": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n  status: Started\n  after: 5s\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnAnnotation("- name: x\n  status: Started\n  after: 5s\n"),
+			).Obj(),
 			wantErrs: []fieldErr{
 				fe(field.ErrorTypeNotSupported, dependsOn(1)+"[0].after"),
 				fe(field.ErrorTypeNotSupported, dependsOn(1)+"[0].status"),
 			},
 		},
 		"empty depends-on": {
-			js:       tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("[]").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnAnnotation("[]"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeRequired, dependsOn(1))},
 		},
 		"released set by the user": {
-			js: tu.JobSet("a").InOrder().Annotation(contract.ReleasedAnnotationKey, `{"replicatedJobs":["y"]}`).
-				ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().Annotation(contract.ReleasedAnnotationKey, `{"replicatedJobs":["y"]}`).
+				ReplicatedJobs(addontest.ReplicatedJob("x"), addontest.ReplicatedJob("y")).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, released)},
 		},
 		"every problem at once": {
-			js: tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Done").
-				ReplicatedJob("x", 1).DependsOn("- name: x\n").ReplicatedJob("y", 1).DependsOn("- name: nope\n").Obj(),
+			js: addontest.JobSet("ns", "a").Annotation(contract.WaitForAnnotationKey, "Done").
+				ReplicatedJobs(
+					addontest.ReplicatedJob("x").DependsOnAnnotation("- name: x\n"),
+					addontest.ReplicatedJob("y").DependsOnAnnotation("- name: nope\n"),
+				).Obj(),
 			wantErrs: []fieldErr{
 				fe(field.ErrorTypeNotSupported, waitFor),
 				fe(field.ErrorTypeInvalid, dependsOn(0)+"[0].name"),
@@ -124,11 +154,14 @@ func TestValidateCreate(t *testing.T) {
 }
 
 func TestValidateUpdate(t *testing.T) {
-	base := func() *tu.JobSetWrapper {
-		return tu.JobSet("a").InOrder().ReplicatedJob("x", 1).ReplicatedJob("y", 1)
+	base := func() *addontest.JobSetWrapper {
+		return addontest.JobSet("ns", "a").InOrder().ReplicatedJobs(addontest.ReplicatedJob("x"), addontest.ReplicatedJob("y"))
 	}
-	fanIn := func() *tu.JobSetWrapper {
-		return tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n")
+	fanIn := func() *addontest.JobSetWrapper {
+		return addontest.JobSet("ns", "a").ReplicatedJobs(
+			addontest.ReplicatedJob("x"),
+			addontest.ReplicatedJob("y").DependsOnAnnotation("- name: x\n"),
+		)
 	}
 	cases := map[string]struct {
 		old, new *jobsetv1alpha2.JobSet
@@ -139,13 +172,19 @@ func TestValidateUpdate(t *testing.T) {
 			new: base().Annotation(contract.ReleasedAnnotationKey, `{"restartAttempt":0,"replicatedJobs":["y"]}`).Obj(),
 		},
 		"execution-policy removed, wait-for added": {
-			old:      base().Obj(),
-			new:      tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJob("x", 1).ReplicatedJob("y", 1).Obj(),
+			old: base().Obj(),
+			new: addontest.JobSet("ns", "a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, policy), fe(field.ErrorTypeForbidden, waitFor)},
 		},
 		"depends-on changed": {
-			old:      fanIn().Obj(),
-			new:      tu.JobSet("a").ReplicatedJob("x", 1).ReplicatedJob("y", 1).DependsOn("- name: x\n  status: Ready\n").Obj(),
+			old: fanIn().Obj(),
+			new: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnAnnotation("- name: x\n  status: Ready\n"),
+			).Obj(),
 			wantErrs: []fieldErr{fe(field.ErrorTypeForbidden, dependsOn(1))},
 		},
 	}
@@ -164,20 +203,32 @@ func TestDefault(t *testing.T) {
 		wantGated []string
 	}{
 		"InOrder: every ReplicatedJob but the first": {
-			js:        tu.JobSet("a").InOrder().ReplicatedJob("init", 1).ReplicatedJob("node", 2).ReplicatedJob("eval", 1).Obj(),
+			js: addontest.JobSet("ns", "a").InOrder().ReplicatedJobs(
+				addontest.ReplicatedJob("init"),
+				addontest.ReplicatedJob("node").Replicas(2),
+				addontest.ReplicatedJob("eval"),
+			).Obj(),
 			wantGated: []string{"node", "eval"},
 		},
 		"fan-in: the one that waits": {
-			js: tu.JobSet("a").ReplicatedJob("data", 1).ReplicatedJob("node", 2).DependsOn("- name: data\n- name: model\n").
-				ReplicatedJob("model", 1).Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("data"),
+				addontest.ReplicatedJob("node").Replicas(2).DependsOnAnnotation("- name: data\n- name: model\n"),
+				addontest.ReplicatedJob("model"),
+			).Obj(),
 			wantGated: []string{"node"},
 		},
 		"upstream dependsOn only: left to upstream": {
-			js: tu.JobSet("a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJob("x", 1).ReplicatedJob("y", 1).
-				UpstreamDependsOn("x", jobsetv1alpha2.DependencyReady).Obj(),
+			js: addontest.JobSet("ns", "a").Annotation(contract.WaitForAnnotationKey, "Ready").ReplicatedJobs(
+				addontest.ReplicatedJob("x"),
+				addontest.ReplicatedJob("y").DependsOnStatus("x", jobsetv1alpha2.DependencyReady),
+			).Obj(),
 		},
 		"invalid: left for validation to refuse": {
-			js: tu.JobSet("a").ReplicatedJob("x", 1).DependsOn("- name: v\n").ReplicatedJob("v", 1).DependsOn("- name: x\n").Obj(),
+			js: addontest.JobSet("ns", "a").ReplicatedJobs(
+				addontest.ReplicatedJob("x").DependsOnAnnotation("- name: v\n"),
+				addontest.ReplicatedJob("v").DependsOnAnnotation("- name: x\n"),
+			).Obj(),
 		},
 	}
 	for name, tc := range cases {

@@ -19,6 +19,10 @@ const (
 	ReasonFinishedPodsDeleted = "FinishedPodsDeleted"
 	// ReasonFailed: creating, adopting or deleting PVCs failed; the reconcile retries.
 	ReasonFailed = "VolumeClaimsFailed"
+	// ReasonRefused: the API server refuses PVCs of a template for good (a template it no
+	// longer accepts, after an upgrade say): told once per template and cause, not per retry;
+	// the reconcile retries with back-off, and the JobSet is left as it is.
+	ReasonRefused = "VolumeClaimsRefused"
 	// ReasonNotAdmitted: the JobSet has policies but was admitted while the webhook was not
 	// running, so its pods do not mount the PVCs; nothing is created or deleted for it.
 	ReasonNotAdmitted = "NotAdmitted"

@@ -29,13 +29,13 @@ var (
 	})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_errors_total",
-		Help: "Errors, by reason (create, delete, adopt, invalid, list).",
+		Help: "Errors, by reason (create, refused, delete, adopt, invalid, list).",
 	}, []string{"reason"})
-	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jobset_addons_volumeclaims_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included.",
+		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-	})
+	}, []string{"result"})
 )
 
 func init() {

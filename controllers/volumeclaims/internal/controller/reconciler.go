@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -44,27 +43,37 @@ type Reconciler struct {
 	// Workers is how many API calls one reconcile makes at once.
 	Workers int
 
-	// pending holds, per JobSet, the PVCs created or found (a user's) that the cache does not
-	// show yet, so that a reconcile that runs before the cache has caught up does not create
-	// them again. A name leaves it once the cache shows the PVC, so a PVC of ours that someone
+	// made holds the PVCs created that the cache does not show yet (written, the cache is
+	// behind), so that a reconcile that runs before the cache has caught up does not create
+	// them again. A PVC leaves it once the cache shows it, so a PVC of ours that someone
 	// deletes while the JobSet runs is created again.
-	mu      sync.Mutex
-	pending map[types.NamespacedName]*pendingClaims
+	made *addon.Made
+	// told holds, per JobSet, the PVCs told as reused and as held (VolumeClaimsHeld), and the
+	// refusals told (addon.Refusals), so that each is told once.
+	told addon.Told
+
+	mu     sync.Mutex
+	claims map[types.NamespacedName]*jobSetClaims
 }
 
-type pendingClaims struct {
+// jobSetClaims is what the reconciler follows of one JobSet's PVCs between reconciles.
+type jobSetClaims struct {
 	uid types.UID
-	// names are created or found but not in the cache yet; seen were all accounted for
-	// (created or reused), so that reuse is told once.
-	names, seen sets.Set[string]
-	// terminating are PVCs that retention deleted and that were seen Terminating; held, those
-	// of them told as held (VolumeClaimsHeld), so that each is told once and its end too.
-	terminating, held sets.Set[string]
+	// users are PVCs of the JobSet's names that the add-on did not make (a user's): its cache,
+	// which holds its own PVCs only, never shows them, and they are never created.
+	users sets.Set[string]
+	// terminating are PVCs that retention deleted and that were seen Terminating, so that
+	// their end is told.
+	terminating sets.Set[string]
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
 // PVCs it manages.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	var err error
+	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}); err != nil {
+		return err
+	}
 	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && policy.Uses(js)
@@ -87,31 +96,26 @@ func jobSetOfClaim(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile makes the JobSet's PVCs match its policies and its state.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := time.Now()
-	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
+	defer func() { addon.ObserveReconcile(reconcileDuration, time.Since(start), err) }()
 
-	js := &jobsetv1alpha2.JobSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, js); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("jobset", klog.KObj(js))
-	ctx = ctrl.LoggerInto(ctx, log)
-	if !js.DeletionTimestamp.IsZero() {
-		log.V(2).Info("Skipping a JobSet being deleted", "uid", js.UID)
+	if !ok {
 		r.forget(req.NamespacedName) // whenDeleted is the garbage collector's, by owner reference
 		return ctrl.Result{}, nil
 	}
+	log := ctrl.LoggerFrom(ctx)
 	policies, ok, errs := policy.Parse(js)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
 	if len(errs) > 0 {
 		reconcileErrors.WithLabelValues("invalid").Inc()
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
 		return ctrl.Result{}, nil
 	}
 	if js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] != contract.EnabledValue {
@@ -122,10 +126,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	claims, errs := policy.Claims(js, policies)
 	if len(errs) > 0 {
 		reconcileErrors.WithLabelValues("invalid").Inc()
-		r.Recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
 		return ctrl.Result{}, nil
 	}
 
+	// Before the cache is read: a PVC created by this process that arrives after the read is
+	// then still pending.
+	made := r.made.PendingNow()
 	var owned corev1.PersistentVolumeClaimList
 	if err := r.Client.List(ctx, &owned, client.InNamespace(js.Namespace), client.MatchingLabels{
 		contract.ManagedByLabelKey:  contract.VolumeClaimsManagedByValue,
@@ -155,15 +162,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	res, err := r.release(ctx, js, dropped, existing)
-	return res, errors.Join(r.ensure(ctx, js, ensure, existing), r.remove(ctx, js, remove, existing), err)
+	return res, errors.Join(r.ensure(ctx, js, ensure, existing, made), r.remove(ctx, js, remove, existing), err)
 }
 
 // ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
-// Delete) the add-on's PVCs that an earlier JobSet of the same name left.
-func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
+// Delete) the add-on's PVCs that an earlier JobSet of the same name left. made are the PVCs
+// created that the cache did not show when the reconcile began.
+func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
 	key := client.ObjectKeyFromObject(js)
-	pending, seen := r.pendingFor(key, js.UID)
+	users := r.usersOf(key, js.UID)
 	var created, reused, failed result
+	var refused addon.Refusals
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
@@ -176,41 +185,50 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 					return
 				}
 			}
-			if !seen.Has(c.Name) && pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) {
+			if pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) && r.told.Once(js.UID, c.Name) {
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
-			r.settle(key, c.Name)
 			return
 		}
-		if pending.Has(c.Name) {
-			return // created or found by an earlier reconcile; the cache has not shown it yet
+		if users.Has(c.Name) || made.Has(types.NamespacedName{Namespace: js.Namespace, Name: c.Name}) {
+			return // a user's; or created by an earlier reconcile, and the cache has not shown it yet
 		}
-		err := r.Client.Create(ctx, c.PVC(js))
+		pvc := c.PVC(js)
+		err := r.Client.Create(ctx, pvc)
 		switch {
 		case err == nil:
+			r.made.Created(pvc)
 			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+		case apierrors.IsAlreadyExists(err) && r.ours(ctx, pvc):
+			// Made by an earlier reconcile, longer ago than the cache has shown it.
+			r.made.Created(pvc)
 		case apierrors.IsAlreadyExists(err):
 			// A PVC of this name that the add-on does not manage: the user's. It is mounted as
 			// it is, never changed and never deleted.
-			reused.add(c.Name, nil)
-			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+			r.foundUsers(key, c.Name)
+			if r.told.Once(js.UID, c.Name) {
+				reused.add(c.Name, nil)
+				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+			}
+		case addon.Classify(err) == addon.Refused:
+			refused.Add(c.Template.Name, c.Name, err)
+			reconcileErrors.WithLabelValues("refused").Inc()
+			return
 		default:
 			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("create").Inc()
-			return
 		}
-		r.remember(key, c.Name)
 	})
 	if n := created.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
-		r.Recorder.Eventf(js, created.related(js), corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
+		addon.Tell(r.Recorder, js, created.related(js), corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
 	}
 	if n := reused.count(); n > 0 {
-		r.Recorder.Eventf(js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
+		addon.Tell(r.Recorder, js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return failed.report(js, r.Recorder, actionCreate)
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.
@@ -233,9 +251,21 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	})
 	if n := deleted.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Deleted PVCs by retention", "count", n)
-		r.Recorder.Eventf(js, deleted.related(js), corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
+		addon.Tell(r.Recorder, js, deleted.related(js), corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
 	}
 	return failed.report(js, r.Recorder, actionDelete)
+}
+
+// ours tells whether the PVC of pvc's name that exists, which the cache does not show, carries
+// the add-on's managed-by label (read from the API server); pvc then holds it.
+func (r *Reconciler) ours(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+	if r.Reader == nil {
+		return false
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		return false
+	}
+	return pvc.Labels[contract.ManagedByLabelKey] == contract.VolumeClaimsManagedByValue
 }
 
 // parallel runs fn for 0..n-1, r.Workers at a time.
@@ -252,58 +282,52 @@ func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool 
 	return false
 }
 
-// pendingFor returns the pending and seen names of the JobSet key, forgetting those of an
-// earlier JobSet of the same name.
-func (r *Reconciler) pendingFor(key types.NamespacedName, uid types.UID) (pending, seen sets.Set[string]) {
+// usersOf returns the users' PVCs found of the JobSet key.
+func (r *Reconciler) usersOf(key types.NamespacedName, uid types.UID) sets.Set[string] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.stateFor(key, uid)
-	return p.names.Clone(), p.seen.Clone()
+	return r.stateFor(key, uid).users.Clone()
 }
 
-// stateFor returns what is remembered of the JobSet key, new if it was of an earlier JobSet of
+// stateFor returns what is followed of the JobSet key, new if it was of an earlier JobSet of
 // the same name. r.mu is held.
-func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *pendingClaims {
-	if r.pending == nil {
-		r.pending = map[types.NamespacedName]*pendingClaims{}
+func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *jobSetClaims {
+	if r.claims == nil {
+		r.claims = map[types.NamespacedName]*jobSetClaims{}
 	}
-	p := r.pending[key]
+	p := r.claims[key]
 	if p != nil && p.uid != uid {
-		claimsHeld.Sub(float64(p.terminating.Len()))
+		r.drop(p)
 	}
 	if p == nil || p.uid != uid {
-		p = &pendingClaims{uid: uid, names: sets.New[string](), seen: sets.New[string](), terminating: sets.New[string](), held: sets.New[string]()}
-		r.pending[key] = p
+		p = &jobSetClaims{uid: uid, users: sets.New[string](), terminating: sets.New[string]()}
+		r.claims[key] = p
 	}
 	return p
 }
 
-func (r *Reconciler) remember(key types.NamespacedName, name string) {
+// foundUsers records that the PVC name of the JobSet key is a user's.
+func (r *Reconciler) foundUsers(key types.NamespacedName, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p := r.pending[key]; p != nil {
-		p.names.Insert(name)
-		p.seen.Insert(name)
-	}
-}
-
-// settle drops name from the pending names: the cache shows it.
-func (r *Reconciler) settle(key types.NamespacedName, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.pending[key]; p != nil {
-		p.names.Delete(name)
-		p.seen.Insert(name)
+	if p := r.claims[key]; p != nil {
+		p.users.Insert(name)
 	}
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p := r.pending[key]; p != nil {
-		claimsHeld.Sub(float64(p.terminating.Len()))
+	if p := r.claims[key]; p != nil {
+		r.drop(p)
 	}
-	delete(r.pending, key)
+	delete(r.claims, key)
+}
+
+// drop forgets what was followed and told of a JobSet that is gone. r.mu is held.
+func (r *Reconciler) drop(p *jobSetClaims) {
+	claimsHeld.Sub(float64(p.terminating.Len()))
+	r.told.Forget(p.uid)
 }
 
 // state is what the JobSet's status says for retention.
@@ -408,6 +432,6 @@ func (r *result) report(js *jobsetv1alpha2.JobSet, rec events.EventRecorder, act
 		return nil
 	}
 	err := errors.Join(r.errs...)
-	rec.Eventf(js, r.related(js), corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
+	addon.Tell(rec, js, r.related(js), corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
 	return err
 }

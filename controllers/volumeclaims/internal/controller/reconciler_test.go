@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,38 +12,29 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 const policies = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenComplete: Delete}},
  {targetReplicatedJobs: [w], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
 
-func jobSet(admitted bool, conditions ...metav1.Condition) *jobsetv1alpha2.JobSet {
-	js := &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: types.UID("uid-1"),
-			Annotations: map[string]string{contract.PoliciesAnnotationKey: policies}},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-			Name: "w", Replicas: 2,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Completions: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "main", VolumeMounts: []corev1.VolumeMount{{Name: "data"}, {Name: "ckpt"}},
-				}}}},
-			}},
-		}}},
-		Status: jobsetv1alpha2.JobSetStatus{Conditions: conditions},
-	}
+// jobSet is JobSet ns/train of ReplicatedJob w (2 Jobs of 2 completions) that mounts the
+// policies' shared data and per-pod ckpt, admitted by the webhook or not.
+func jobSet(admitted bool) *addontest.JobSetWrapper {
+	w := addontest.JobSet("ns", "train").UID("uid-1").VolumeClaimsPolicies(policies).ReplicatedJobs(
+		addontest.ReplicatedJob("w").Replicas(2).Completions(2).Mount("data", "ckpt"),
+	)
 	if admitted {
-		js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] = contract.EnabledValue
+		w.VolumeClaimsAdmitted()
 	}
-	return js
+	return w
 }
 
 func run(t *testing.T, objs ...client.Object) ([]string, []string) {
@@ -76,27 +66,26 @@ func run(t *testing.T, objs ...client.Object) ([]string, []string) {
 
 func TestReconcile(t *testing.T) {
 	all := []string{"ckpt-train-w-0-0", "ckpt-train-w-0-1", "ckpt-train-w-1-0", "ckpt-train-w-1-1", "data-train"}
-	completed := metav1.Condition{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}
 	cases := map[string]struct {
 		objs        []client.Object
 		wantClaims  []string
 		wantReasons []string
 	}{
 		"admitted: every PVC created": {
-			objs:        []client.Object{jobSet(true)},
+			objs:        []client.Object{jobSet(true).Obj()},
 			wantClaims:  all,
 			wantReasons: []string{"Normal VolumeClaimsCreated Created 5 PersistentVolumeClaims: "},
 		},
 		"admitted before the webhook ran: nothing created, a warning": {
-			objs:        []client.Object{jobSet(false)},
+			objs:        []client.Object{jobSet(false).Obj()},
 			wantReasons: []string{"Warning NotAdmitted "},
 		},
 		"completed: nothing created": {
-			objs: []client.Object{jobSet(true, completed)},
+			objs: []client.Object{jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj()},
 		},
 		"completed: shared PVC with whenComplete Delete deleted, per-pod kept": {
 			objs: func() []client.Object {
-				js := jobSet(true, completed)
+				js := jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj()
 				objs := []client.Object{js}
 				ps, _, _ := policy.Parse(js)
 				claims, _ := policy.Claims(js, ps)
@@ -109,7 +98,7 @@ func TestReconcile(t *testing.T) {
 			wantReasons: []string{"Normal VolumeClaimsDeleted Deleted 1 PersistentVolumeClaims by retention: data-train"},
 		},
 		"a user's PVC of the shared name is neither deleted nor relabelled": {
-			objs:       []client.Object{jobSet(true, completed), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train"}}},
+			objs:       []client.Object{jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train"}}},
 			wantClaims: []string{"data-train"},
 		},
 	}
@@ -170,7 +159,7 @@ func TestDeletedClaimCreatedAgain(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
-	js := jobSet(true)
+	js := jobSet(true).Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
 	rec := events.NewFakeRecorder(100)
 	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}

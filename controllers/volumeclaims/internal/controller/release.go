@@ -17,6 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -48,7 +49,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		ctrl.LoggerFrom(ctx).Info("PVCs deleted by retention are gone", "count", len(gone))
-		r.Recorder.Eventf(js, claimRef(js, gone[0]), corev1.EventTypeNormal, ReasonReleased, actionRelease,
+		addon.Tell(r.Recorder, js, claimRef(js, gone[0]), corev1.EventTypeNormal, ReasonReleased, actionRelease,
 			"%d PersistentVolumeClaims deleted by retention are gone, their storage released: %s", len(gone), names(gone))
 	}
 	if len(terminating) == 0 {
@@ -92,7 +93,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 				left++
 			}
 		}
-		if left > 0 && newlyHeld.Has(name) && r.markHeld(key, name) {
+		if left > 0 && newlyHeld.Has(name) && r.told.Once(js.UID, heldKey(name)) {
 			held = append(held, fmt.Sprintf("%s (%s)", name, plural(left, "pod")))
 			heldNames = append(heldNames, name)
 		}
@@ -100,7 +101,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 	if len(held) > 0 {
 		slices.Sort(held)
 		slices.Sort(heldNames)
-		r.Recorder.Eventf(js, claimRef(js, heldNames[0]), corev1.EventTypeNormal, ReasonHeld, actionRelease,
+		addon.Tell(r.Recorder, js, claimRef(js, heldNames[0]), corev1.EventTypeNormal, ReasonHeld, actionRelease,
 			"%d PersistentVolumeClaims deleted by retention stay Terminating while pods that ran with them exist (Kubernetes' pvc-protection): %s; %s",
 			len(held), names(held), releasedBy(js))
 	}
@@ -160,7 +161,7 @@ func (r *Reconciler) deleteFinished(ctx context.Context, js *jobsetv1alpha2.JobS
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted finished pods that held PVCs deleted by retention", "count", n, "pods", told)
 		first := slices.IndexFunc(outcomes, func(o string) bool { return o != "" })
-		r.Recorder.Eventf(js, list[first], corev1.EventTypeNormal, ReasonFinishedPodsDeleted, actionDelete,
+		addon.Tell(r.Recorder, js, list[first], corev1.EventTypeNormal, ReasonFinishedPodsDeleted, actionDelete,
 			"Deleted %d finished pods that held PersistentVolumeClaims deleted by retention (finishedPods: Delete): %s", n, names(told))
 	}
 	return failed.report(js, r.Recorder, actionDelete)
@@ -193,7 +194,7 @@ func (r *Reconciler) track(key types.NamespacedName, uid types.UID, existing map
 		if _, ok := existing[name]; !ok {
 			gone = append(gone, name)
 			p.terminating.Delete(name)
-			p.held.Delete(name)
+			r.told.Unsay(uid, heldKey(name))
 			claimsHeld.Dec()
 		}
 	}
@@ -203,12 +204,15 @@ func (r *Reconciler) track(key types.NamespacedName, uid types.UID, existing map
 			p.terminating.Insert(name)
 			claimsHeld.Inc()
 		}
-		if !p.held.Has(name) {
+		if !r.told.Has(uid, heldKey(name)) {
 			notTold.Insert(name)
 		}
 	}
 	return gone, notTold
 }
+
+// heldKey is what the reconciler tells once (addon.Told) about a held PVC.
+func heldKey(name string) string { return ReasonHeld + "/" + name }
 
 // plural is "1 pod", "2 pods".
 func plural(n int, noun string) string {
@@ -216,16 +220,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// markHeld records that name was told as held; false if it already was.
-func (r *Reconciler) markHeld(key types.NamespacedName, name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.pending[key]
-	if p == nil || p.held.Has(name) {
-		return false
-	}
-	p.held.Insert(name)
-	return true
 }

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,19 +17,18 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // heldPod is a pod of JobSet train (uid) that ran on a node with the PVC claim.
 func heldPod(name, uid, claim string, phase corev1.PodPhase) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pod-" + name),
-			Labels: map[string]string{contract.JobSetNameLabelKey: "train", contract.JobSetUIDLabelKey: uid}},
-		Spec: corev1.PodSpec{NodeName: "node-1", Volumes: []corev1.Volume{{Name: "data",
-			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
-		Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "main",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: map[corev1.PodPhase]int32{corev1.PodFailed: 3}[phase], Reason: "Error"}}}}},
-	}
+	p := addontest.Pod("ns", "train", "w", 0, 0).Name(name).UID("pod-"+name).Label(contract.JobSetUIDLabelKey, uid).
+		Volume(addontest.ClaimVolume("data", claim)).Obj()
+	p.Spec.NodeName = "node-1"
+	p.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "main",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: map[corev1.PodPhase]int32{corev1.PodFailed: 3}[phase], Reason: "Error"}}}}}
+	return p
 }
 
 // TestRelease: a shared PVC that whenComplete deleted stays Terminating (pvc-protection's
@@ -38,10 +36,9 @@ func heldPod(name, uid, claim string, phase corev1.PodPhase) *corev1.Pod {
 // and deletes no pod; with Delete it deletes the JobSet's finished pods that hold it, and no
 // other; once the PVC is gone, it tells that too.
 func TestRelease(t *testing.T) {
-	completed := metav1.Condition{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}
 	for _, finishedPods := range []string{"Retain", "Delete"} {
 		t.Run(finishedPods, func(t *testing.T) {
-			js := jobSet(true, completed)
+			js := jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj()
 			js.Annotations[contract.PoliciesAnnotationKey] = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}],
 			  retentionPolicy: {whenComplete: Delete, finishedPods: ` + finishedPods + `}}]`
 			ps, _, errs := policy.Parse(js)

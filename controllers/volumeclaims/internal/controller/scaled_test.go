@@ -5,13 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
-	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // TestScaledDown: the per-pod PVCs of completion indexes a lowering of completions took away
@@ -21,9 +19,8 @@ func TestScaledDown(t *testing.T) {
 	const deleteOnComplete = `[{targetReplicatedJobs: [w], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenComplete: Delete}},
  {templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
 	// The JobSet as it was made (completions 4) and as it is now (2).
-	at := func(completions int32, conditions ...metav1.Condition) *jobsetv1alpha2.JobSet {
-		js := jobSet(true, conditions...)
-		js.Annotations[contract.PoliciesAnnotationKey] = deleteOnComplete
+	at := func(completions int32) *jobsetv1alpha2.JobSet {
+		js := jobSet(true).VolumeClaimsPolicies(deleteOnComplete).Obj()
 		js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To(completions)
 		return js
 	}

@@ -6,12 +6,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
-// FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-572 stories.
+// FuzzJobSetWebhooks: the mutating and validating JobSet webhooks, from the KEP-572 stories, with
+// their dry runs answered by a fake API server (addontest.DryRunClient).
 func FuzzJobSetWebhooks(f *testing.F) {
-	s, w := addontest.JobSetScheme(f), &JobSetWebhook{}
+	s, w := addontest.JobSetScheme(f), &JobSetWebhook{DryRun: &addon.DryRunner{Client: addontest.DryRunClient(), Name: "volumeclaims"}}
 	addontest.FuzzWebhooks(f, addontest.Examples(f, "../../../../examples/volumeclaims", "JobSet"), map[string]*admission.Webhook{
 		"mutate JobSet":   admission.WithDefaulter(s, w),
 		"validate JobSet": admission.WithValidator(s, w),
@@ -21,8 +23,10 @@ func FuzzJobSetWebhooks(f *testing.F) {
 // FuzzPodWebhook: the Pod webhook, from pods of the KEP-572 stories.
 func FuzzPodWebhook(f *testing.F) {
 	var seeds [][]byte
-	for _, p := range [][]string{{"distributed-trainjob", "node", "3", "1", "checkpoint-storage"}, {"train", "w", "0", "12", "ckpt,scratch-b"}} {
-		raw, err := json.Marshal(pod(p[0], p[1], p[2], p[3]).PerPodVolumes(p[4]).Obj())
+	for _, p := range []*addontest.PodWrapper{
+		pod("distributed-trainjob", "node", 3, 1, "checkpoint-storage"), pod("train", "w", 0, 12, "ckpt,scratch-b"),
+	} {
+		raw, err := json.Marshal(p.Obj())
 		if err != nil {
 			f.Fatal(err)
 		}

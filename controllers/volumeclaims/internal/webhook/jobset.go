@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,13 +14,19 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// JobSetWebhook defaults and validates JobSets that carry the policies annotation. It makes no
-// API calls: everything it needs is in the JobSet.
-type JobSetWebhook struct{}
+// JobSetWebhook defaults and validates JobSets that carry the policies annotation. Its only API
+// calls are the dry runs of DryRun.
+type JobSetWebhook struct {
+	// DryRun, when set, has the API server judge the PVC each template gives (the first one, for
+	// per-pod templates) with a dry-run create, on CREATE: its validation of the spec, its
+	// admission, the namespace's quota (addon.DryRunner).
+	DryRun *addon.DryRunner
+}
 
 var (
 	_ admission.Defaulter[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
@@ -51,13 +58,61 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose policies are not valid for it, with every problem
-// as a field error in one response, and warns of a Delete retention that will not free the
-// storage when it fires (retentionWarnings).
-func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	if errs := validateCreate(js); len(errs) > 0 {
-		return nil, jobsets.Invalid(js, errs)
+// as a field error in one response: those it finds itself, and those the API server finds in
+// a dry run of each template's PVC. It warns of a PVC the API server does not accept for now
+// (quota), and of a Delete retention that will not free the storage when it fires
+// (retentionWarnings).
+func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+	errs := validateCreate(js)
+	refused, warnings := w.DryRun.Check(ctx, dryRuns(js, errs))
+	if errs = append(errs, refused...); len(errs) > 0 {
+		return warnings, jobsets.Invalid(js, errs)
 	}
-	return retentionWarnings(js), nil
+	return append(warnings, retentionWarnings(js)...), nil
+}
+
+// dryRuns are the PVCs for the API server to check: for each template without a problem of its
+// own in errs, the first PVC it gives, as the reconciler makes it (with the owner reference
+// only when the JobSet has its UID yet). A JobSet without a name (generateName) has none: its
+// PVCs cannot be named, and validation refuses it.
+func dryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
+	if js.Name == "" {
+		return nil
+	}
+	policies, ok, parseErrs := policy.Parse(js)
+	if !ok || len(parseErrs) > 0 && len(policies) == 0 {
+		return nil
+	}
+	claims, _ := policy.Claims(js, policies)
+	var out []addon.DryRun
+	for i := range policies {
+		for j := range policies[i].Templates {
+			t := &policies[i].Templates[j]
+			tp := policy.AnnotationPath.Index(i).Child("templates").Index(j)
+			if hasErrorAt(errs, tp) {
+				continue
+			}
+			k := slices.IndexFunc(claims, func(c policy.Claim) bool { return c.Policy == i && c.Template.Name == t.Name })
+			if k < 0 {
+				continue // no ReplicatedJob mounts it: told
+			}
+			pvc := claims[k].PVC(js)
+			if js.UID == "" {
+				pvc.OwnerReferences = nil
+			}
+			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
+			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key})
+		}
+	}
+	return out
+}
+
+// hasErrorAt tells whether errs has an error at path or under it.
+func hasErrorAt(errs field.ErrorList, path *field.Path) bool {
+	p := path.String()
+	return slices.ContainsFunc(errs, func(e *field.Error) bool {
+		return e.Field == p || strings.HasPrefix(e.Field, p+".") || strings.HasPrefix(e.Field, p+"[")
+	})
 }
 
 // retentionWarnings warns of each policy whose whenComplete or whenFailed is Delete while its

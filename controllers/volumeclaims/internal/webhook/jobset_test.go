@@ -19,6 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -92,11 +93,12 @@ func TestRetentionWarnings(t *testing.T) {
 	shared := func(retention string) string {
 		return "[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: " + retention + "}]"
 	}
-	perPod := func(retention string) string {
+	perPodPolicies := func(retention string) string {
 		return "[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: " + retention + "}]"
 	}
-	twoJobs := func(policies string) *jobSetWrapper {
-		return jobSet("train").Policies(policies).ReplicatedJobs(replicatedJob("w").Mount("data"), replicatedJob("v").Mount("data"))
+	twoJobs := func(policies string) *addontest.JobSetWrapper {
+		return addontest.JobSet("default", "train").VolumeClaimsPolicies(policies).
+			ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data"), addontest.ReplicatedJob("v").Mount("data"))
 	}
 	path := "metadata.annotations[volumeclaims.jobset-addons.io/policies][0].retentionPolicy: "
 	cases := map[string]struct {
@@ -108,9 +110,10 @@ func TestRetentionWarnings(t *testing.T) {
 		"shared, whenFailed Delete, no TTL":   {js: twoJobs(shared("{whenFailed: Delete}")).Obj(), want: path + "the PVCs it deletes stay Terminating"},
 		"shared, Delete, finishedPods Delete": {js: twoJobs(shared("{whenComplete: Delete, finishedPods: Delete}")).Obj()},
 		"shared, Delete, with a TTL":          {js: withTTL(twoJobs(shared("{whenComplete: Delete}")).Obj())},
-		"per-pod of one of two, with a TTL":   {js: withTTL(twoJobs(perPod("{whenComplete: Delete}")).Obj()), want: path + "the per-pod PVCs it deletes when their ReplicatedJobs finish"},
-		"per-pod of one of two, finishedPods": {js: withTTL(twoJobs(perPod("{whenComplete: Delete, finishedPods: Delete}")).Obj())},
-		"per-pod of the only one, with a TTL": {js: withTTL(jobSet("train").Policies(perPod("{whenComplete: Delete}")).ReplicatedJobs(replicatedJob("w").Mount("data")).Obj())},
+		"per-pod of one of two, with a TTL":   {js: withTTL(twoJobs(perPodPolicies("{whenComplete: Delete}")).Obj()), want: path + "the per-pod PVCs it deletes when their ReplicatedJobs finish"},
+		"per-pod of one of two, finishedPods": {js: withTTL(twoJobs(perPodPolicies("{whenComplete: Delete, finishedPods: Delete}")).Obj())},
+		"per-pod of the only one, with a TTL": {js: withTTL(addontest.JobSet("default", "train").VolumeClaimsPolicies(perPodPolicies("{whenComplete: Delete}")).
+			ReplicatedJobs(addontest.ReplicatedJob("w").Mount("data")).Obj())},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -151,179 +154,169 @@ func TestValidateCreate(t *testing.T) {
 		"story 3: shared and per-pod PVCs together":            {js: story3().Obj()},
 		"story 4: per-pod node-local storage in namespace hpc": {js: story4().Obj()},
 		"no policies annotation": {
-			js: jobSet("plain").ReplicatedJobs(replicatedJob("worker").CompletionMode(nil).EmptyDir("data")).Obj(),
+			js: addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("worker").CompletionMode(nil).EmptyDir("data")).Obj(),
 		},
 		"policies in JSON": {
-			js: jobSet("train").
-				Policies(`[{"targetReplicatedJobs":["worker"],"templates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]}]`).
-				ReplicatedJobs(replicatedJob("worker").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").
+				VolumeClaimsPolicies(`[{"targetReplicatedJobs":["worker"],"templates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("worker").Mount("data")).Obj(),
 		},
 		"mounted only by an init container": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [worker], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("worker").InitMount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [worker], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("worker").InitMount("data")).Obj(),
 		},
 		"per-pod template mounted by one of two targets": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("data")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data"), replicatedJob("b")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("data")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data"), addontest.ReplicatedJob("b")).Obj(),
 		},
 		"shared template mounted by one ReplicatedJob of two": {
-			js: jobSet("train").Policies(`[{templates: [`+tmpl("data")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data"), replicatedJob("b").EmptyDir("other")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data"), addontest.ReplicatedJob("b").EmptyDir("other")).Obj(),
 		},
 		"shared volume already there with the claim the webhook would inject": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data").ClaimVolume("data", "data-train")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").ClaimVolume("data", "data-train")).Obj(),
 		},
 		"shared template in a NonIndexed ReplicatedJob": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).Mount("data")).Obj(),
 		},
 		"names and generateName both set": {
 			js: func() *jobsetv1alpha2.JobSet {
-				js := jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).
-					ReplicatedJobs(replicatedJob("a").Mount("data")).Obj()
+				js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+					ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj()
 				js.GenerateName = "train-"
 				return js
 			}(),
 		},
 		"longest per-pod name is 253 characters": {
 			// data-<js>-w-9-9: 5 + len(js) + 6 = 253.
-			js: jobSet(strings.Repeat("a", 242)).Policies(`[{targetReplicatedJobs: [w], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("w").Replicas(10).Pods(10).Mount("data")).Obj(),
+			js: addontest.JobSet("default", strings.Repeat("a", 242)).VolumeClaimsPolicies(`[{targetReplicatedJobs: [w], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(10).Pods(10).Mount("data")).Obj(),
 		},
 
 		// Refused by the parser.
 		"not YAML or JSON": {
-			js:       jobSet("train").Policies(`[{`).ReplicatedJobs(replicatedJob("a")).Obj(),
+			js:       addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{`).ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol}},
 		},
 		"empty list": {
-			js:       jobSet("train").Policies(`[]`).ReplicatedJobs(replicatedJob("a")).Obj(),
+			js:       addontest.JobSet("default", "train").VolumeClaimsPolicies(`[]`).ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol}},
 		},
 		"unknown field of a policy": {
-			js: jobSet("train").Policies(`[{targets: [a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targets: [a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, pol + "[0].targets"}},
 		},
 		"targets not a list": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: a, templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: a, templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeTypeInvalid, pol + "[0].targetReplicatedJobs"}},
 		},
 		"no templates": {
-			js:       jobSet("train").Policies(`[{targetReplicatedJobs: [a]}]`).ReplicatedJobs(replicatedJob("a")).Obj(),
+			js:       addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a]}]`).ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol + "[0].templates"}},
 		},
 		"template without a name": {
-			js: jobSet("train").Policies(`[{templates: [{spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [{spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol + "[0].templates[0].metadata.name"}},
 		},
 		"template name not a DNS label": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("Data_1") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("Data_1")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("Data_1") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("Data_1")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].templates[0].metadata.name"}},
 		},
 		"template name repeated in another policy": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[1].templates[0].metadata.name"}},
 		},
 		"template with a namespace": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data, namespace: other}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [{metadata: {name: data, namespace: other}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol + "[0].templates[0].metadata.namespace"}},
 		},
 		"template with a status": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}, status: {phase: Bound}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}, status: {phase: Bound}}]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol + "[0].templates[0].status"}},
 		},
-		"template without access modes": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol + "[0].templates[0].spec.accessModes"}},
-		},
-		"template with an unknown access mode": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteSometimes], resources: {requests: {storage: 1Gi}}}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, pol + "[0].templates[0].spec.accessModes[0]"}},
-		},
 		"template without a storage request": {
-			js: jobSet("train").Policies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce]}}]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce]}}]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeRequired, pol + "[0].templates[0].spec.resources.requests[storage]"}},
 		},
 		"retention value not supported": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenComplete: Keep}}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenComplete: Keep}}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, pol + "[0].retentionPolicy.whenComplete"}},
 		},
 		"target repeated": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a, a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a, a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[0].targetReplicatedJobs[1]"}},
 		},
 
 		// Refused against the JobSet.
 		"target not found": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeNotFound, pol + "[0].targetReplicatedJobs[0]"}},
 		},
 		"second target not found, in the second policy": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("shared") + `]}, {targetReplicatedJobs: [a, ghost], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data", "shared")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("shared") + `]}, {targetReplicatedJobs: [a, ghost], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data", "shared")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeNotFound, pol + "[1].targetReplicatedJobs[1]"}},
 		},
 		"target NonIndexed": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].targetReplicatedJobs[0]"}},
 		},
 		"target without a completion mode (upstream's defaulting did not run)": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").CompletionMode(nil).Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").CompletionMode(nil).Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].targetReplicatedJobs[0]"}},
 		},
 		"per-pod template mounted only by a ReplicatedJob it does not target": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [`+tmpl("data")+`]}]`).
-				ReplicatedJobs(replicatedJob("a"), replicatedJob("b").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [`+tmpl("data")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].templates[0].metadata.name"}},
 		},
 		"shared template mounted by no ReplicatedJob": {
-			js: jobSet("train").Policies(`[{templates: [`+tmpl("data")+`, `+tmpl("logs")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data"), replicatedJob("b").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`, `+tmpl("logs")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data"), addontest.ReplicatedJob("b").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].templates[1].metadata.name"}},
 		},
 		"shared template clashes with an emptyDir volume": {
-			js: jobSet("train").Policies(`[{templates: [`+tmpl("data")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data"), replicatedJob("b").Mount("data").EmptyDir("cache").EmptyDir("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data"), addontest.ReplicatedJob("b").Mount("data").EmptyDir("cache").EmptyDir("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"}},
 		},
 		"shared template clashes with a volume of another claim": {
-			js: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data").ClaimVolume("data", "data-other-jobset")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").ClaimVolume("data", "data-other-jobset")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"}},
 		},
 		"per-pod template clashes with a volume in each of two targets": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("scratch")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("scratch").EmptyDir("scratch"), replicatedJob("b").Mount("scratch").EmptyDir("scratch")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("scratch")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("scratch").EmptyDir("scratch"), addontest.ReplicatedJob("b").Mount("scratch").EmptyDir("scratch")).Obj(),
 			wantErrs: []fieldErr{
 				{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"},
 				{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"},
 			},
 		},
 		"per-pod template clashes with a claim volume named like a shared one": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data").ClaimVolume("data", "data-train")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").ClaimVolume("data", "data-train")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"}},
 		},
 		"template also in upstream's spec.volumeClaimPolicies": {
 			js: func() *jobsetv1alpha2.JobSet {
-				js := jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
-					ReplicatedJobs(replicatedJob("a").Mount("data", "model")).Obj()
+				js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("data") + `]}]`).
+					ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data", "model")).Obj()
 				js.Spec.VolumeClaimPolicies = []jobsetv1alpha2.VolumeClaimPolicy{{Templates: []corev1.PersistentVolumeClaim{
 					{ObjectMeta: metav1.ObjectMeta{Name: "model"}}, {ObjectMeta: metav1.ObjectMeta{Name: "data"}},
 				}}}
@@ -332,28 +325,28 @@ func TestValidateCreate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeDuplicate, pol + "[0].templates[0].metadata.name"}},
 		},
 		"shared PVC name longer than 253 characters": {
-			js: jobSet(long).Policies(`[{templates: [` + tmpl("twelve-chars") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("twelve-chars")).Obj(),
+			js: addontest.JobSet("default", long).VolumeClaimsPolicies(`[{templates: [` + tmpl("twelve-chars") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("twelve-chars")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].templates[0].metadata.name"}},
 		},
 		"per-pod PVC name longer than 253 characters at the highest index only": {
 			// data-<js>-w-0-0 has 253 characters, data-<js>-w-10-10 has 255.
-			js: jobSet(strings.Repeat("a", 242)).Policies(`[{targetReplicatedJobs: [w], templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("w").Replicas(11).Pods(11).Mount("data")).Obj(),
+			js: addontest.JobSet("default", strings.Repeat("a", 242)).VolumeClaimsPolicies(`[{targetReplicatedJobs: [w], templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(11).Pods(11).Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, pol + "[0].templates[0].metadata.name"}},
 		},
 		"generateName: the mutating webhook saw no name": {
-			js: jobSet("").GenerateName("train-").Policies(`[{templates: [` + tmpl("data") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			generatedName: "train-x7k2p",
 			wantErrs:      []fieldErr{{field.ErrorTypeForbidden, "metadata.generateName"}},
 		},
 		"every problem at once": {
-			js: jobSet("train").
-				Policies(`[{templates: [`+tmpl("shared")+`]}, {targetReplicatedJobs: [ghost, batch, w], templates: [`+tmpl("data")+`, `+tmpl("Bad")+`], retentionPolicy: {whenFailed: Never}}]`).
+			js: addontest.JobSet("default", "train").
+				VolumeClaimsPolicies(`[{templates: [`+tmpl("shared")+`]}, {targetReplicatedJobs: [ghost, batch, w], templates: [`+tmpl("data")+`, `+tmpl("Bad")+`], retentionPolicy: {whenFailed: Never}}]`).
 				ReplicatedJobs(
-					replicatedJob("batch").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)),
-					replicatedJob("w").EmptyDir("shared"),
+					addontest.ReplicatedJob("batch").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)),
+					addontest.ReplicatedJob("w").EmptyDir("shared"),
 				).Obj(),
 			wantErrs: []fieldErr{
 				{field.ErrorTypeInvalid, pol + "[1].templates[1].metadata.name"},
@@ -379,7 +372,7 @@ func TestValidateCreate(t *testing.T) {
 // TestValidateCreateWithoutDefault checks that validation alone, without the mutating webhook
 // before it, accepts the stories: it does not depend on what was injected.
 func TestValidateCreateWithoutDefault(t *testing.T) {
-	for name, js := range map[string]*jobSetWrapper{"1": story1(), "2": story2(), "3": story3(), "4": story4()} {
+	for name, js := range map[string]*addontest.JobSetWrapper{"1": story1(), "2": story2(), "3": story3(), "4": story4()} {
 		t.Run("story "+name, func(t *testing.T) {
 			if _, err := (&JobSetWebhook{}).ValidateCreate(context.Background(), js.Obj()); err != nil {
 				t.Errorf("ValidateCreate: %v", err)
@@ -389,10 +382,10 @@ func TestValidateCreateWithoutDefault(t *testing.T) {
 }
 
 func TestValidateCreateMessages(t *testing.T) {
-	js := jobSet("train").Policies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("data")+`]}]`).
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a, b], templates: [`+tmpl("data")+`]}]`).
 		ReplicatedJobs(
-			replicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).EmptyDir("data"),
-			replicatedJob("z"), replicatedJob("b"),
+			addontest.ReplicatedJob("a").CompletionMode(ptr.To(batchv1.NonIndexedCompletion)).EmptyDir("data"),
+			addontest.ReplicatedJob("z"), addontest.ReplicatedJob("b"),
 		).Obj()
 	_, err := (&JobSetWebhook{}).ValidateCreate(context.Background(), js)
 	if err == nil {
@@ -411,9 +404,9 @@ func TestValidateCreateMessages(t *testing.T) {
 }
 
 func TestValidateUpdate(t *testing.T) {
-	base := func() *jobSetWrapper {
-		return jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).Admitted().
-			ReplicatedJobs(replicatedJob("a").Mount("data").ClaimVolume("data", "data-train"))
+	base := func() *addontest.JobSetWrapper {
+		return addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+			ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").ClaimVolume("data", "data-train"))
 	}
 	cases := map[string]struct {
 		oldJS, newJS *jobsetv1alpha2.JobSet
@@ -422,29 +415,26 @@ func TestValidateUpdate(t *testing.T) {
 		"unchanged": {oldJS: base().Obj(), newJS: base().Obj()},
 		"other annotations and spec change": {
 			oldJS: base().Obj(),
-			newJS: func() *jobsetv1alpha2.JobSet {
-				js := base().Annotation("team", "ml").Obj()
-				js.Spec.Suspend = ptr.To(true)
-				return js
-			}(),
+			newJS: base().Annotation("team", "ml").Suspend(true).Obj(),
 		},
 		"no policies before or after": {
-			oldJS: jobSet("plain").ReplicatedJobs(replicatedJob("a")).Obj(),
-			newJS: jobSet("plain").Annotation("team", "ml").ReplicatedJobs(replicatedJob("a")).Obj(),
+			oldJS: addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+			newJS: addontest.JobSet("default", "plain").Annotation("team", "ml").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 		},
 		"policies changed": {
 			oldJS:    base().Obj(),
-			newJS:    base().Policies(`[{templates: [` + tmpl("other") + `]}]`).Obj(),
+			newJS:    base().VolumeClaimsPolicies(`[{templates: [` + tmpl("other") + `]}]`).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}},
 		},
 		"policies reformatted": {
 			oldJS:    base().Obj(),
-			newJS:    base().Policies(`[{templates: [` + tmpl("data") + `]}]` + "\n").Obj(),
+			newJS:    base().VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]` + "\n").Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}},
 		},
 		"policies added": {
-			oldJS:    jobSet("train").ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			newJS:    jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			oldJS: addontest.JobSet("default", "train").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}},
 		},
 		"policies removed": {
@@ -466,8 +456,10 @@ func TestValidateUpdate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, marker}},
 		},
 		"marker added": {
-			oldJS:    jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			newJS:    jobSet("train").Policies(`[{templates: [` + tmpl("data") + `]}]`).Admitted().ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			oldJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, marker}},
 		},
 		"marker changed": {
@@ -485,8 +477,10 @@ func TestValidateUpdate(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeForbidden, pol}, {field.ErrorTypeForbidden, marker}},
 		},
 		"unchanged but invalid policies are not checked again": {
-			oldJS: jobSet("train").Policies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).Admitted().ReplicatedJobs(replicatedJob("a")).Obj(),
-			newJS: jobSet("train").Policies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).Admitted().ReplicatedJobs(replicatedJob("a")).Obj(),
+			oldJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+			newJS: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
 		},
 	}
 	for name, tc := range cases {
@@ -513,7 +507,7 @@ func TestValidateUpdate(t *testing.T) {
 }
 
 func TestValidateDelete(t *testing.T) {
-	js := jobSet("train").Policies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).Obj()
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost], templates: [` + tmpl("data") + `]}]`).Obj()
 	warnings, err := (&JobSetWebhook{}).ValidateDelete(ctxFor(admissionv1.Delete), js)
 	if err != nil || len(warnings) != 0 {
 		t.Errorf("ValidateDelete = %v, %v; want nothing", warnings, err)
@@ -521,7 +515,6 @@ func TestValidateDelete(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	perPod := func(rj *replicatedJobWrapper, volumes string) *replicatedJobWrapper { return rj.PerPod(volumes) }
 	cases := map[string]struct {
 		ctx  context.Context
 		js   *jobsetv1alpha2.JobSet
@@ -529,62 +522,66 @@ func TestDefault(t *testing.T) {
 	}{
 		"story 1": {
 			js: story1().Obj(),
-			want: jobSet("distributed-trainjob").Policies(story1Policies).Admitted().ReplicatedJobs(
-				perPod(replicatedJob("node").Replicas(4).Pods(2).Mount("checkpoint-storage"), "checkpoint-storage"),
+			want: addontest.JobSet("default", "distributed-trainjob").VolumeClaimsPolicies(story1Policies).VolumeClaimsAdmitted().ReplicatedJobs(
+				perPod(addontest.ReplicatedJob("node").Replicas(4).Pods(2).Mount("checkpoint-storage"), "checkpoint-storage"),
 			).Obj(),
 		},
 		"story 2": {
 			js: story2().Obj(),
-			want: jobSet("trainjob-qwen2.5").Policies(story2Policies).Admitted().ReplicatedJobs(
-				replicatedJob("dataset-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
-				replicatedJob("model-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
-				replicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer").
+			want: addontest.JobSet("default", "trainjob-qwen2.5").VolumeClaimsPolicies(story2Policies).VolumeClaimsAdmitted().ReplicatedJobs(
+				addontest.ReplicatedJob("dataset-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
+				addontest.ReplicatedJob("model-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
+				addontest.ReplicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer").
 					ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
 			).Obj(),
 		},
 		"story 3": {
 			js: story3().Obj(),
-			want: jobSet("hybrid-training").Policies(story3Policies).Admitted().ReplicatedJobs(
-				perPod(replicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache").
+			want: addontest.JobSet("default", "hybrid-training").VolumeClaimsPolicies(story3Policies).VolumeClaimsAdmitted().ReplicatedJobs(
+				perPod(addontest.ReplicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache").
 					ClaimVolume("dataset-cache", "dataset-cache-hybrid-training"), "worker-scratch"),
-				perPod(replicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage").
+				perPod(addontest.ReplicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage").
 					ClaimVolume("dataset-cache", "dataset-cache-hybrid-training").
 					ClaimVolume("results-storage", "results-storage-hybrid-training"), "worker-scratch"),
-				replicatedJob("evaluator").Replicas(2).Mount("results-storage").
+				addontest.ReplicatedJob("evaluator").Replicas(2).Mount("results-storage").
 					ClaimVolume("results-storage", "results-storage-hybrid-training"),
 			).Obj(),
 		},
 		"story 4": {
 			js: story4().Obj(),
-			want: jobSet("hpc-simulation").Namespace("hpc").Policies(story4Policies).Admitted().ReplicatedJobs(
-				perPod(replicatedJob("compute-node").Replicas(16).Mount("simulation-data"), "simulation-data"),
+			want: addontest.JobSet("hpc", "hpc-simulation").VolumeClaimsPolicies(story4Policies).VolumeClaimsAdmitted().ReplicatedJobs(
+				perPod(addontest.ReplicatedJob("compute-node").Replicas(16).Mount("simulation-data"), "simulation-data"),
 			).Obj(),
 		},
 		"per-pod templates of two policies on one target, beside the user's pod-template metadata": {
-			js: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("zeta") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("alpha") + `]}]`).
-				ReplicatedJobs(replicatedJob("a").PodLabel("app", "x").PodAnnotation("note", "y").Mount("zeta", "alpha")).Obj(),
-			want: jobSet("train").Policies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("zeta") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("alpha") + `]}]`).Admitted().
-				ReplicatedJobs(perPod(replicatedJob("a").PodLabel("app", "x").PodAnnotation("note", "y").Mount("zeta", "alpha").
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("zeta") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("alpha") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").PodLabel("app", "x").PodAnnotation("note", "y").Mount("zeta", "alpha")).Obj(),
+			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [a], templates: [` + tmpl("zeta") + `]}, {targetReplicatedJobs: [a], templates: [` + tmpl("alpha") + `]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(perPod(addontest.ReplicatedJob("a").PodLabel("app", "x").PodAnnotation("note", "y").Mount("zeta", "alpha").
 					// Placeholders in the order of the policies.
 					ClaimVolume("zeta", contract.VolumeClaimsPlaceholderClaimName).ClaimVolume("alpha", contract.VolumeClaimsPlaceholderClaimName), "alpha,zeta")).Obj(),
 		},
 		"shared volume already in the template is left as it is": {
-			js: jobSet("train").Policies(`[{templates: [`+tmpl("data")+`]}]`).
-				ReplicatedJobs(replicatedJob("a").Mount("data").EmptyDir("data"), replicatedJob("b").Mount("data")).Obj(),
-			want: jobSet("train").Policies(`[{templates: [`+tmpl("data")+`]}]`).Admitted().
-				ReplicatedJobs(replicatedJob("a").Mount("data").EmptyDir("data"), replicatedJob("b").Mount("data").ClaimVolume("data", "data-train")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").EmptyDir("data"), addontest.ReplicatedJob("b").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).VolumeClaimsAdmitted().
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").EmptyDir("data"), addontest.ReplicatedJob("b").Mount("data").ClaimVolume("data", "data-train")).Obj(),
 		},
 		"no policies annotation": {
-			js:   jobSet("plain").ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			want: jobSet("plain").ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js:   addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"policies that do not parse": {
-			js:   jobSet("train").Policies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			want: jobSet("train").Policies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `], retentionPolicy: {whenDeleted: Never}}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"generateName: no name yet": {
-			js:   jobSet("").GenerateName("train-").Policies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
-			want: jobSet("").GenerateName("train-").Policies(`[{templates: [` + tmpl("data") + `]}]`).ReplicatedJobs(replicatedJob("a").Mount("data")).Obj(),
+			js: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
+			want: addontest.JobSet("default", "").GenerateName("train-").VolumeClaimsPolicies(`[{templates: [` + tmpl("data") + `]}]`).
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),
 		},
 		"UPDATE": {
 			ctx:  ctxFor(admissionv1.Update),
@@ -594,8 +591,8 @@ func TestDefault(t *testing.T) {
 		"no admission request in the context: CREATE": {
 			ctx: context.Background(),
 			js:  story4().Obj(),
-			want: jobSet("hpc-simulation").Namespace("hpc").Policies(story4Policies).Admitted().ReplicatedJobs(
-				perPod(replicatedJob("compute-node").Replicas(16).Mount("simulation-data"), "simulation-data"),
+			want: addontest.JobSet("hpc", "hpc-simulation").VolumeClaimsPolicies(story4Policies).VolumeClaimsAdmitted().ReplicatedJobs(
+				perPod(addontest.ReplicatedJob("compute-node").Replicas(16).Mount("simulation-data"), "simulation-data"),
 			).Obj(),
 		},
 	}

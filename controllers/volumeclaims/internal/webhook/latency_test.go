@@ -25,7 +25,7 @@ func BenchmarkPodWebhookOverTLS(b *testing.B) {
 	ts.StartTLS()
 	defer ts.Close()
 	c := ts.Client()
-	p := pod("hybrid-training", "trainer", "2", "5").PerPodVolumes("worker-scratch").Obj()
+	p := pod("hybrid-training", "trainer", 2, 5, "worker-scratch").Obj()
 	raw, err := json.Marshal(p)
 	if err != nil {
 		b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -42,78 +43,78 @@ func TestPodWebhook(t *testing.T) {
 		wantVolumes []corev1.Volume // once the patches are applied
 	}{
 		"story 1: pod of Job 3, completion index 1, without volumes": {
-			pod:         pod("distributed-trainjob", "node", "3", "1").PerPodVolumes("checkpoint-storage").Obj(),
+			pod:         pod("distributed-trainjob", "node", 3, 1, "checkpoint-storage").Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 			wantPatches: []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/volumes", Value: []corev1.Volume{
-				claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1"),
+				addontest.ClaimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1"),
 			}}},
-			wantVolumes: []corev1.Volume{claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+			wantVolumes: []corev1.Volume{addontest.ClaimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
 		},
 		"story 1 as the JobSet webhook left it: the placeholder is replaced in place": {
-			pod: pod("distributed-trainjob", "node", "3", "1").PerPodVolumes("checkpoint-storage").
-				Volume(token).Volume(claimVolume("checkpoint-storage", contract.VolumeClaimsPlaceholderClaimName)).Obj(),
+			pod: pod("distributed-trainjob", "node", 3, 1, "checkpoint-storage").
+				Volume(token).Volume(addontest.ClaimVolume("checkpoint-storage", contract.VolumeClaimsPlaceholderClaimName)).Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 			wantPatches: []jsonpatch.JsonPatchOperation{
-				{Operation: "replace", Path: "/spec/volumes/1", Value: claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+				{Operation: "replace", Path: "/spec/volumes/1", Value: addontest.ClaimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
 			},
-			wantVolumes: []corev1.Volume{token, claimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
+			wantVolumes: []corev1.Volume{token, addontest.ClaimVolume("checkpoint-storage", "checkpoint-storage-distributed-trainjob-node-3-1")},
 		},
 		"story 3: trainer pod with shared volumes already injected": {
-			pod: pod("hybrid-training", "trainer", "2", "5").PerPodVolumes("worker-scratch").
-				Volume(claimVolume("dataset-cache", "dataset-cache-hybrid-training")).
-				Volume(claimVolume("results-storage", "results-storage-hybrid-training")).Obj(),
+			pod: pod("hybrid-training", "trainer", 2, 5, "worker-scratch").
+				Volume(addontest.ClaimVolume("dataset-cache", "dataset-cache-hybrid-training")).
+				Volume(addontest.ClaimVolume("results-storage", "results-storage-hybrid-training")).Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 			wantPatches: []jsonpatch.JsonPatchOperation{
-				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5")},
+				{Operation: "add", Path: "/spec/volumes/-", Value: addontest.ClaimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5")},
 			},
 			wantVolumes: []corev1.Volume{
-				claimVolume("dataset-cache", "dataset-cache-hybrid-training"),
-				claimVolume("results-storage", "results-storage-hybrid-training"),
-				claimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5"),
+				addontest.ClaimVolume("dataset-cache", "dataset-cache-hybrid-training"),
+				addontest.ClaimVolume("results-storage", "results-storage-hybrid-training"),
+				addontest.ClaimVolume("worker-scratch", "worker-scratch-hybrid-training-trainer-2-5"),
 			},
 		},
 		"two per-pod volumes after an existing one": {
-			pod:         pod("train", "w", "0", "12").PerPodVolumes("ckpt,scratch-b").Volume(token).Obj(),
+			pod:         pod("train", "w", 0, 12, "ckpt,scratch-b").Volume(token).Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 			wantPatches: []jsonpatch.JsonPatchOperation{
-				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("ckpt", "ckpt-train-w-0-12")},
-				{Operation: "add", Path: "/spec/volumes/-", Value: claimVolume("scratch-b", "scratch-b-train-w-0-12")},
+				{Operation: "add", Path: "/spec/volumes/-", Value: addontest.ClaimVolume("ckpt", "ckpt-train-w-0-12")},
+				{Operation: "add", Path: "/spec/volumes/-", Value: addontest.ClaimVolume("scratch-b", "scratch-b-train-w-0-12")},
 			},
-			wantVolumes: []corev1.Volume{token, claimVolume("ckpt", "ckpt-train-w-0-12"), claimVolume("scratch-b", "scratch-b-train-w-0-12")},
+			wantVolumes: []corev1.Volume{token, addontest.ClaimVolume("ckpt", "ckpt-train-w-0-12"), addontest.ClaimVolume("scratch-b", "scratch-b-train-w-0-12")},
 		},
 		"existing volume of that name untouched": {
-			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").Volume(emptyDir).Obj(),
+			pod:         pod("train", "w", 0, 0, "scratch").Volume(emptyDir).Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 			wantVolumes: []corev1.Volume{emptyDir},
 		},
 		"no per-pod volumes annotation": {
-			pod:         pod("train", "w", "0", "0").Obj(),
+			pod:         pod("train", "w", 0, 0, "").Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 		},
 		"missing completion index: denied": {
-			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutAnnotation(contract.JobCompletionIndexAnnotationKey).Obj(),
+			pod:         pod("train", "w", 0, 0, "scratch").WithoutAnnotation(contract.JobCompletionIndexAnnotationKey).Obj(),
 			wantCode:    http.StatusForbidden,
 			wantMessage: contract.JobCompletionIndexAnnotationKey,
 		},
 		"missing Job index: denied": {
-			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutLabel(contract.JobIndexLabelKey).Obj(),
+			pod:         pod("train", "w", 0, 0, "scratch").WithoutLabel(contract.JobIndexLabelKey).Obj(),
 			wantCode:    http.StatusForbidden,
 			wantMessage: contract.JobIndexLabelKey,
 		},
 		"missing ReplicatedJob: denied": {
-			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").WithoutLabel(contract.ReplicatedJobNameLabelKey).Obj(),
+			pod:         pod("train", "w", 0, 0, "scratch").WithoutLabel(contract.ReplicatedJobNameLabelKey).Obj(),
 			wantCode:    http.StatusForbidden,
 			wantMessage: contract.ReplicatedJobNameLabelKey,
 		},
 		"UPDATE: nothing to do": {
 			op:          admissionv1.Update,
-			pod:         pod("train", "w", "0", "0").PerPodVolumes("scratch").Obj(),
+			pod:         pod("train", "w", 0, 0, "scratch").Obj(),
 			wantAllowed: true,
 			wantCode:    http.StatusOK,
 		},
@@ -182,8 +183,8 @@ func applyPatches(t *testing.T, raw []byte, ops []jsonpatch.JsonPatchOperation) 
 }
 
 func BenchmarkPodWebhook(b *testing.B) {
-	req := podRequest(b, admissionv1.Create, pod("hybrid-training", "trainer", "2", "5").PerPodVolumes("worker-scratch").
-		Volume(claimVolume("dataset-cache", "dataset-cache-hybrid-training")).Obj())
+	req := podRequest(b, admissionv1.Create, pod("hybrid-training", "trainer", 2, 5, "worker-scratch").
+		Volume(addontest.ClaimVolume("dataset-cache", "dataset-cache-hybrid-training")).Obj())
 	w := &PodWebhook{}
 	ctx := context.Background()
 	for b.Loop() {

@@ -1,5 +1,7 @@
 package webhook
 
+import "github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+
 // The four user stories of JobSet KEP-572 (seeds/kep-572-volumeclaimpolicies.md), written in
 // this add-on's API: the policies move from spec.volumeClaimPolicies to the annotation.
 
@@ -23,9 +25,9 @@ const story1Policies = `
 `
 
 // story1 is distributed training with a checkpoint PVC per worker pod: 4 Jobs × 2 pods.
-func story1() *jobSetWrapper {
-	return jobSet("distributed-trainjob").Policies(story1Policies).ReplicatedJobs(
-		replicatedJob("node").Replicas(4).Pods(2).Mount("checkpoint-storage"),
+func story1() *addontest.JobSetWrapper {
+	return addontest.JobSet("default", "distributed-trainjob").VolumeClaimsPolicies(story1Policies).ReplicatedJobs(
+		addontest.ReplicatedJob("node").Replicas(4).Pods(2).Mount("checkpoint-storage"),
 	)
 }
 
@@ -49,11 +51,11 @@ const story2Policies = `
 `
 
 // story2 is a model and a dataset initialized into one PVC shared by three ReplicatedJobs.
-func story2() *jobSetWrapper {
-	return jobSet("trainjob-qwen2.5").Policies(story2Policies).ReplicatedJobs(
-		replicatedJob("dataset-initializer").Mount("initializer"),
-		replicatedJob("model-initializer").Mount("initializer"),
-		replicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer"),
+func story2() *addontest.JobSetWrapper {
+	return addontest.JobSet("default", "trainjob-qwen2.5").VolumeClaimsPolicies(story2Policies).ReplicatedJobs(
+		addontest.ReplicatedJob("dataset-initializer").Mount("initializer"),
+		addontest.ReplicatedJob("model-initializer").Mount("initializer"),
+		addontest.ReplicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer"),
 	)
 }
 
@@ -99,11 +101,11 @@ const story3Policies = `
 `
 
 // story3 mixes two shared PVCs with per-pod scratch PVCs of two of three ReplicatedJobs.
-func story3() *jobSetWrapper {
-	return jobSet("hybrid-training").Policies(story3Policies).ReplicatedJobs(
-		replicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache"),
-		replicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage"),
-		replicatedJob("evaluator").Replicas(2).Mount("results-storage"),
+func story3() *addontest.JobSetWrapper {
+	return addontest.JobSet("default", "hybrid-training").VolumeClaimsPolicies(story3Policies).ReplicatedJobs(
+		addontest.ReplicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache"),
+		addontest.ReplicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage"),
+		addontest.ReplicatedJob("evaluator").Replicas(2).Mount("results-storage"),
 	)
 }
 
@@ -125,8 +127,8 @@ const story4Policies = `
 `
 
 // story4 is an HPC simulation with node-local storage per pod, 16 Jobs, in namespace hpc.
-func story4() *jobSetWrapper {
-	return jobSet("hpc-simulation").Namespace("hpc").Policies(story4Policies).ReplicatedJobs(
-		replicatedJob("compute-node").Replicas(16).Mount("simulation-data"),
+func story4() *addontest.JobSetWrapper {
+	return addontest.JobSet("hpc", "hpc-simulation").VolumeClaimsPolicies(story4Policies).ReplicatedJobs(
+		addontest.ReplicatedJob("compute-node").Replicas(16).Mount("simulation-data"),
 	)
 }

@@ -7,6 +7,8 @@
 package webhook
 
 import (
+	"time"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -25,10 +27,22 @@ const (
 	MutatePodPath = "/mutate--v1-pod"
 )
 
+// DryRunRemember is how long the JobSet webhook takes a PVC template the API server accepted in
+// a dry run for accepted, in its namespace: JobSets made from one template in a burst are
+// checked once.
+const DryRunRemember = 10 * time.Second
+
 // Register adds the three webhooks to mgr's webhook server. The manager's scheme must know the
-// JobSet types (jobsetv1alpha2.AddToScheme).
-func Register(mgr ctrl.Manager) error {
-	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{}); err != nil {
+// JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs go through a client
+// of their own, with a rate limit of their own (qps, burst), so that admission never waits
+// behind the reconciler's API calls.
+func Register(mgr ctrl.Manager, qps float32, burst int) error {
+	c, err := addon.NewDryRunClient(mgr, qps, burst)
+	if err != nil {
+		return err
+	}
+	hook := &JobSetWebhook{DryRun: &addon.DryRunner{Client: c, Name: "volumeclaims", Remember: DryRunRemember}}
+	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, hook); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: &PodWebhook{}})

@@ -17,6 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // TestRegister serves admission reviews through the manager's webhook server mux, at the
@@ -36,7 +38,7 @@ func TestRegister(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewManager: %v", err)
 	}
-	if err := Register(mgr); err != nil {
+	if err := Register(mgr, 10, 10); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
@@ -77,8 +79,8 @@ func TestRegister(t *testing.T) {
 		t.Errorf("JobSet mutation: allowed=%t patch=%s result=%+v, want a patch", resp.Allowed, resp.Patch, resp.Result)
 	}
 
-	bad := jobSet("train").Policies(`[{targetReplicatedJobs: [ghost, a], templates: [` + tmpl("data") + `]}]`).
-		ReplicatedJobs(replicatedJob("a")).Obj()
+	bad := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{targetReplicatedJobs: [ghost, a], templates: [` + tmpl("data") + `]}]`).
+		ReplicatedJobs(addontest.ReplicatedJob("a")).Obj()
 	bad.TypeMeta = jobSetTypeMeta
 	resp = review(ValidateJobSetPath, admissionv1.Create, bad)
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusUnprocessableEntity || resp.Result.Details == nil {
@@ -96,7 +98,7 @@ func TestRegister(t *testing.T) {
 		t.Errorf("Causes (-want +got):\n%s", diff)
 	}
 
-	p := pod("distributed-trainjob", "node", "3", "1").PerPodVolumes("checkpoint-storage").Obj()
+	p := pod("distributed-trainjob", "node", 3, 1, "checkpoint-storage").Obj()
 	resp = review(MutatePodPath, admissionv1.Create, p)
 	if !resp.Allowed || string(resp.Patch) != `[{"op":"add","path":"/spec/volumes","value":[{"name":"checkpoint-storage","persistentVolumeClaim":{"claimName":"checkpoint-storage-distributed-trainjob-node-3-1"}}]}]` {
 		t.Errorf("Pod mutation: allowed=%t patch=%s result=%+v", resp.Allowed, resp.Patch, resp.Result)

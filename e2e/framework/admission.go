@@ -3,72 +3,18 @@ package framework
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 )
-
-// EventReasons counts the reasons of the Events about obj.
-func EventReasons(ctx context.Context, c client.Client, obj client.Object) (map[string]int, error) {
-	var list corev1.EventList
-	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, e := range list.Items {
-		if e.InvolvedObject.UID == obj.GetUID() {
-			out[e.Reason]++
-		}
-	}
-	return out, nil
-}
-
-// WaitEventCounts waits until the Events about obj count exactly want for each reason in it, and
-// fails at once when one counts more. Events are written by a broadcaster after the call they
-// record, so the last of them may reach the API server after its effect is seen.
-func WaitEventCounts(ctx context.Context, t *testing.T, c client.Client, obj client.Object, want map[string]int) {
-	t.Helper()
-	Eventually(ctx, t, 30*time.Second, fmt.Sprintf("Events %v", want), func(ctx context.Context) (bool, string, error) {
-		got, err := EventReasons(ctx, c, obj)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		done := true
-		for reason, n := range want {
-			if got[reason] > n {
-				return false, "", fmt.Errorf("events %v: more %s than %d", got, reason, n)
-			}
-			done = done && got[reason] == n
-		}
-		return done, fmt.Sprint(got), nil
-	})
-}
-
-// EventMessages lists the messages of the Events about obj with the reason.
-func EventMessages(ctx context.Context, c client.Client, obj client.Object, reason string) ([]string, error) {
-	var list corev1.EventList
-	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.UID == obj.GetUID() && e.Reason == reason {
-			out = append(out, e.Message)
-		}
-	}
-	return out, nil
-}
 
 // CausePaths are the field paths of the causes of an API error (an admission refusal), and
 // whether it had any details.
@@ -189,32 +135,22 @@ func ExpectRefusedAt(ctx context.Context, t *testing.T, c client.Client, obj cli
 	}
 }
 
-// PollPods lists pods (of opts, such as a namespace and a JobSet's label) every 50 ms and
-// hands each list to seen, from a goroutine, until the stop it returns is called. stop
-// returns once seen has returned for the last time.
-func PollPods(ctx context.Context, c client.Client, seen func([]corev1.Pod), opts ...client.ListOption) (stop func()) {
-	stopped, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, opts...); err == nil {
-				seen(pods.Items)
-			}
-			select {
-			case <-stopped:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+// ExpectDryRunWarning checks the admission warnings of a create for the add-on's Warning about
+// an object its dry run did not accept for a reason that may change, the warnings that start
+// with prefix: want "" means none; else exactly one, that says want.
+func ExpectDryRunWarning(t *testing.T, warnings []string, prefix, want string) {
+	t.Helper()
+	var ours []string
+	for _, w := range warnings {
+		if strings.HasPrefix(w, prefix) {
+			ours = append(ours, w)
 		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(stopped) })
-		<-done
+	}
+	t.Logf("warnings: %q", warnings)
+	switch {
+	case want == "" && len(ours) > 0:
+		t.Errorf("warned %q, want no dry-run Warning", ours)
+	case want != "" && (len(ours) != 1 || !strings.Contains(ours[0], want)):
+		t.Errorf("warnings %q, want one that starts %q and says %q", warnings, prefix, want)
 	}
 }

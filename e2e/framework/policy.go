@@ -1,0 +1,84 @@
+package framework
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+// RefuseLabel is the label RefuseRealCreates's policies select objects by.
+const RefuseLabel = "e2e.jobset-addons.io/refuse-real"
+
+// RefusedMessage is the message of the ValidatingAdmissionPolicy RefuseRealCreates makes.
+const RefusedMessage = "this cluster no longer accepts such objects"
+
+// RefuseRealCreates makes a ValidatingAdmissionPolicy, bound with Deny, that lets dry runs
+// through and refuses (422) every real create of the resource (group, resource) labelled
+// RefuseLabel=value: an object an add-on's admission dry run accepts and its create is refused, as a
+// template an upgraded API server no longer accepts would be. It waits until probe (such an
+// object, created for real) is refused, and deletes the policy when the test ends.
+func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group, resource, value string, probe func() client.Object) {
+	label := RefuseLabel
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-refuse-real-" + resource + "-" + value},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: value}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "request.dryRun == true", Message: RefusedMessage}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	CreateAll(ctx, t, c, policy, binding)
+	t.Cleanup(func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) })
+	// The policy takes effect once the API server has loaded it.
+	Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
+		obj := probe()
+		err := c.Create(ctx, obj)
+		if err == nil {
+			_ = c.Delete(ctx, obj)
+			return false, "created", nil
+		}
+		return strings.Contains(err.Error(), RefusedMessage), err.Error(), nil
+	})
+}
+
+// ExpectRefusedOnce checks that an add-on tells of objects the API server refuses for the JobSet
+// js (RefuseRealCreates) once: one Warning of reason, none of failed, also after 10 s of the
+// reconciler's retries; its message says want and the policy's refusal; kubectl jobset-addons
+// status shows it, however old.
+func ExpectRefusedOnce(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, js *jobsetv1alpha2.JobSet, reason, failed, want string) {
+	t.Helper()
+	WaitEventCounts(ctx, t, c, js, map[string]int{reason: 1})
+	// Retries go on with back-off (5 ms, 10 ms, ... doubling); none tells it again.
+	time.Sleep(10 * time.Second)
+	WaitEventCounts(ctx, t, c, js, map[string]int{reason: 1, failed: 0})
+	msgs, err := EventMessages(ctx, c, js, reason)
+	if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], RefusedMessage) || !strings.Contains(msgs[0], want) {
+		t.Errorf("%s messages %q (%v), want one that says %q", reason, msgs, err, want)
+	}
+	out := AddonsStatus(ctx, t, cfg, js.Namespace, js.Name)
+	if !strings.Contains(out, "Refused by the API server") || !strings.Contains(out, reason) {
+		t.Errorf("kubectl jobset-addons status does not show the refusal:\n%s", out)
+	}
+	t.Logf("kubectl jobset-addons status:\n%s", out)
+}

@@ -1,0 +1,65 @@
+package framework
+
+import "github.com/jobset-addons/jobset-addons/e2e/testbed"
+
+// What the suites use of the testbed, through this package alone: a suite imports framework,
+// and framework alone knows which cluster a name comes from.
+
+// Config is a testbed's: where its binaries, kubeconfig and processes are.
+type Config = testbed.Config
+
+// KueueOptions say how Kueue runs beside the testbed (StartKueue).
+type KueueOptions = testbed.KueueOptions
+
+// AddonReplicas are the processes of an add-on started as several replicas (StartAddonReplicas).
+type AddonReplicas = testbed.AddonReplicas
+
+// The testbed's own keys and names that suites write into their objects.
+const (
+	// DelayAnnotationKey is how long a kwok pod runs before it completes.
+	DelayAnnotationKey = testbed.DelayAnnotationKey
+	// FailAnnotationKey makes a kwok pod fail instead of completing.
+	FailAnnotationKey = testbed.FailAnnotationKey
+	// FailFirstAttemptAnnotationKey makes a kwok pod of the first restart attempt fail.
+	FailFirstAttemptAnnotationKey = testbed.FailFirstAttemptAnnotationKey
+	// AddonNamespace is where the add-ons' Services and Secrets are.
+	AddonNamespace = testbed.AddonNamespace
+	// VolcanoSchedulerName and CoschedulingSchedulerName are the gang schedulers' names.
+	VolcanoSchedulerName      = testbed.VolcanoSchedulerName
+	CoschedulingSchedulerName = testbed.CoschedulingSchedulerName
+	// The node labels of the testbed's topology (StartKueue).
+	TopologyBlockLabel = testbed.TopologyBlockLabel
+	TopologyRackLabel  = testbed.TopologyRackLabel
+	TopologyHostLabel  = testbed.TopologyHostLabel
+	// The JobSet versions that brought what a suite needs.
+	ElasticJobSetSince  = testbed.ElasticJobSetSince
+	DependsOnFanInSince = testbed.DependsOnFanInSince
+	// TrainerVersion is the Kubeflow Trainer the testbed runs.
+	TrainerVersion = testbed.TrainerVersion
+)
+
+// Addons are the four add-ons, in the order they start.
+var Addons = testbed.Addons
+
+// The testbed's operations the suites call.
+var (
+	DefaultConfig       = testbed.DefaultConfig
+	RepoRoot            = testbed.RepoRoot
+	StartAddon          = testbed.StartAddon
+	StartAddonReplicas  = testbed.StartAddonReplicas
+	StopAddon           = testbed.StopAddon
+	KillAddon           = testbed.KillAddon
+	PauseProcess        = testbed.PauseProcess
+	ResumeProcess       = testbed.ResumeProcess
+	StartGangSchedulers = testbed.StartGangSchedulers
+	StartKueue          = testbed.StartKueue
+	StopKueue           = testbed.StopKueue
+	KueueGVR            = testbed.KueueGVR
+	StartTrainer        = testbed.StartTrainer
+	StopTrainer         = testbed.StopTrainer
+	PublishDevices      = testbed.PublishDevices
+	AddNode             = testbed.AddNode
+	EditInEtcd          = testbed.EditInEtcd
+	AuditCreates        = testbed.AuditCreates
+	ServingCert         = testbed.ServingCert
+)

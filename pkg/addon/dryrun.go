@@ -1,0 +1,372 @@
+package addon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Verdict is what the answer to a create (a dry run at admission, or the real one later) says
+// about the object an add-on makes for a JobSet.
+type Verdict int
+
+const (
+	// Accepted: created (or, in a dry run, it would be), or one of that name exists already. Nothing
+	// to tell.
+	Accepted Verdict = iota
+	// Refused: the API server refuses the object as it is, and will go on refusing it whatever
+	// else happens in the cluster: it fails its validation (422 Invalid, the ResourceClaim or
+	// PersistentVolumeClaim rules, a ValidatingAdmissionPolicy), or the request itself is bad
+	// (400). At admission the JobSet is refused with the causes; later, the add-on tells it once.
+	Refused
+	// Unsure: the create failed for a reason that may change: a ResourceQuota or LimitRange of
+	// the namespace (403), the add-on's own permissions, a namespace terminating, another
+	// webhook that refused, failed or timed out, throttling (429), the API server's own errors
+	// (5xx), the network. At admission that is a Warning, never a refusal (Kueue queues a
+	// JobSet until its quota frees up, by design); later, the add-on retries with back-off.
+	Unsure
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Accepted:
+		return "accepted"
+	case Refused:
+		return "refused"
+	}
+	return "unsure"
+}
+
+// Classify tells what err, the answer to a create of an object, says about that object (see
+// Verdict). A create that would collide with an existing object (409 AlreadyExists) is Accepted:
+// the API server validates and admits an object before it looks for its name.
+func Classify(err error) Verdict {
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		return Accepted
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return Unsure
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return Refused
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity {
+		return Refused // a webhook's or policy's refusal answered 422 with another reason
+	}
+	return Unsure
+}
+
+// Causes turns the refusal err of an object made from the template at path into field errors
+// under path: a cause at spec.resources[storage] of the object becomes one at
+// path.spec.resources[storage], with the API server's own type and message. A refusal without
+// causes is one error at path with the API server's message.
+func Causes(path *field.Path, err error) field.ErrorList {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
+	}
+	st := status.Status()
+	if st.Details == nil || len(st.Details.Causes) == 0 {
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, st.Message)}
+	}
+	errs := make(field.ErrorList, 0, len(st.Details.Causes))
+	for _, c := range st.Details.Causes {
+		errs = append(errs, causeError(path, c))
+	}
+	return errs
+}
+
+// causeError is one cause of a refusal under path. The cause's message starts with its type's
+// text ("Invalid value: ..."), which the field error prints again: it is cut off. A cause of an
+// unknown type is an Invalid value.
+func causeError(path *field.Path, c metav1.StatusCause) *field.Error {
+	t := field.ErrorType(c.Type)
+	detail := c.Message
+	if s := t.String(); !strings.HasPrefix(s, "<unknown error") {
+		detail = strings.TrimPrefix(strings.TrimPrefix(detail, s), ": ")
+	} else {
+		t = field.ErrorTypeInvalid
+	}
+	return &field.Error{Type: t, Field: JoinPath(path, c.Field), BadValue: field.OmitValueType{}, Detail: detail}
+}
+
+// JoinPath is the path of sub (a field path of an object, as the API server writes it in a
+// cause: spec.resources[storage], or [0].name, or empty) under prefix, as a string.
+func JoinPath(prefix *field.Path, sub string) string {
+	switch {
+	case sub == "":
+		return prefix.String()
+	case strings.HasPrefix(sub, "["):
+		return prefix.String() + sub
+	}
+	return prefix.String() + "." + sub
+}
+
+// DryRun is one object an add-on would make for a JobSet, to be checked by the API server before
+// the JobSet is admitted: Path is where it comes from in the JobSet (its template in the
+// annotation), What names it in a Warning ("the PersistentVolumeClaim data-js").
+type DryRun struct {
+	Path   *field.Path
+	What   string
+	Object client.Object
+	// Key, when not empty, is what the object's acceptance depends on besides what the add-on
+	// builds the same for every JobSet (its name, its own labels): the namespace and the
+	// template. An object whose Key was accepted less than DryRunner.Remember ago is not
+	// dry-run again.
+	Key string
+}
+
+// TemplateKey is a DryRun.Key: the namespace, and the template's labels, annotations and spec
+// (what the add-on copies into the object from it), as JSON; "" (not remembered) should they
+// not encode.
+func TemplateKey(namespace string, labels, annotations map[string]string, spec any) string {
+	key, err := json.Marshal(struct {
+		Namespace   string
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        any
+	}{namespace, labels, annotations, spec})
+	if err != nil {
+		return ""
+	}
+	return string(key)
+}
+
+// DryRunner checks, at admission, the objects an add-on would make for a JobSet with a
+// server-side dry-run create of each (client.DryRunAll), so that the API server's own rules —
+// its validation, its admission plugins, other webhooks, the namespace's quota — judge them,
+// not a copy of those rules. A nil *DryRunner, or one without a Client, checks nothing.
+type DryRunner struct {
+	// Client makes the dry runs. It should have a rate limit of its own (NewDryRunClient): a
+	// webhook must not wait behind its reconciler's API calls.
+	Client client.Client
+	// Workers is how many dry runs one JobSet's check makes at once (default 4).
+	Workers int
+	// Timeout bounds one check (default DefaultDryRunTimeout): well under the JobSet webhook's
+	// own timeout (10 s), so that a dry run held up by someone else's webhook is a Warning,
+	// not the JobSet refused by the webhook's failure policy.
+	Timeout time.Duration
+	// Name of the add-on, at the head of its Warnings.
+	Name string
+	// Remember is how long an accepted object's Key is remembered: JobSets made from one
+	// template in a burst (a sweep, an array of experiments) are checked once. A ResourceQuota
+	// filled meanwhile is then not warned of (the create itself waits for it, as always).
+	Remember time.Duration
+	Clock    clock.PassiveClock
+
+	mu       sync.Mutex
+	accepted map[string]time.Time
+	// inFlight joins the dry runs of one Key under way at once (JobSets of one template
+	// created together): one is sent, and the others take its acceptance; a refusal or a
+	// failure, they check for themselves.
+	inFlight singleflight.Group
+}
+
+// DefaultDryRunTimeout is DryRunner.Timeout when unset.
+const DefaultDryRunTimeout = 4 * time.Second
+
+// maxRemembered bounds DryRunner's accepted keys; it forgets them all when full.
+const maxRemembered = 1024
+
+func (d *DryRunner) remembered(key string) bool {
+	if key == "" || d.Remember <= 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.accepted[key]
+	return ok && d.clock().Since(at) < d.Remember
+}
+
+func (d *DryRunner) remember(key string) {
+	if key == "" || d.Remember <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.accepted == nil || len(d.accepted) >= maxRemembered {
+		d.accepted = make(map[string]time.Time, maxRemembered)
+	}
+	d.accepted[key] = d.clock().Now()
+}
+
+func (d *DryRunner) clock() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
+}
+
+// NewDryRunClient is a client for a DryRunner: the manager's identity, scheme and mapper, with a
+// rate limit of its own (qps, burst).
+func NewDryRunClient(mgr ctrl.Manager, qps float32, burst int) (client.Client, error) {
+	rc := rest.CopyConfig(mgr.GetConfig())
+	rc.QPS, rc.Burst = qps, burst
+	return client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+}
+
+// Check dry-runs every object, Workers at a time, and returns, under each object's Path, the
+// causes of those the API server refuses (Refused: refuse the JobSet with them) and a Warning
+// for each one whose dry run failed for a reason that may change (Unsure: admit the JobSet, and
+// say so). The objects are not changed: each is copied before its create.
+func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, []string) {
+	if d == nil || d.Client == nil || len(objs) == 0 {
+		return nil, nil
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultDryRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	results := make([]error, len(objs))
+	ran := make([]bool, len(objs))
+	workers := d.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	workqueue.ParallelizeUntil(ctx, workers, len(objs), func(i int) {
+		ran[i] = true
+		if d.remembered(objs[i].Key) {
+			return
+		}
+		obj, ok := objs[i].Object.DeepCopyObject().(client.Object)
+		if !ok {
+			results[i] = fmt.Errorf("%T is not a client.Object", objs[i].Object)
+			return
+		}
+		create := func() error { return d.Client.Create(ctx, obj, client.DryRunAll) }
+		if key := objs[i].Key; key != "" && d.Remember > 0 {
+			_, err, shared := d.inFlight.Do(key, func() (any, error) { return nil, create() })
+			if err != nil && shared {
+				err = create() // another's answer, which may name its object: ask for ours
+			}
+			results[i] = err
+		} else {
+			results[i] = create()
+		}
+		if results[i] == nil {
+			d.remember(objs[i].Key)
+		}
+	})
+	var errs field.ErrorList
+	var warnings []string
+	for i, err := range results {
+		if !ran[i] {
+			err = ctx.Err() // ParallelizeUntil stopped before this one
+		}
+		switch Classify(err) {
+		case Refused:
+			errs = append(errs, Causes(objs[i].Path, err)...)
+		case Unsure:
+			logf.FromContext(ctx).V(2).Info("A dry run failed for a reason that may change", "addon", d.Name, "path", objs[i].Path.String(), "err", err)
+			warnings = append(warnings, fmt.Sprintf("%s: %s of %s was not accepted by a dry run, for a reason that may change (%v): the JobSet is admitted; %s is made once the API server accepts it, and the pods that use it wait until then",
+				d.Name, objs[i].What, objs[i].Path, err, objs[i].What))
+		}
+	}
+	return errs, warnings
+}
+
+// Cause is the part of a refusal that does not name the object: its causes' fields and
+// messages, or its message, for Refusals. Objects made from one template are refused for
+// one cause.
+func Cause(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err.Error()
+	}
+	st := status.Status()
+	if st.Details == nil || len(st.Details.Causes) == 0 {
+		msg := st.Message
+		if st.Details != nil && st.Details.Name != "" {
+			msg = strings.ReplaceAll(msg, st.Details.Name, "NAME")
+		}
+		return msg
+	}
+	parts := make([]string, len(st.Details.Causes))
+	for i, c := range st.Details.Causes {
+		parts[i] = c.Field + ": " + c.Message
+		if st.Details.Name != "" {
+			parts[i] = strings.ReplaceAll(parts[i], st.Details.Name, "NAME")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Refusals collects, in one reconcile, the objects whose creation the API server refused for
+// good (Refused: a template it does not accept, for example after an upgrade), by template and
+// cause. The zero value is ready; it is safe for concurrent use.
+type Refusals struct {
+	mu     sync.Mutex
+	causes map[string]*refusal // template and cause
+	order  []string
+}
+
+type refusal struct {
+	template string
+	names    []string
+	err      error
+	errName  string // the object err is about
+}
+
+// Add records that the object name, made from template, was refused with err.
+func (r *Refusals) Add(template, name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := template + "\x00" + Cause(err)
+	if r.causes == nil {
+		r.causes = map[string]*refusal{}
+	}
+	if r.causes[key] == nil {
+		r.causes[key] = &refusal{template: template, err: err, errName: name}
+		r.order = append(r.order, key)
+	}
+	r.causes[key].names = append(r.causes[key].names, name)
+}
+
+// Tell calls tell once per template and cause that told has not recorded (Told.Once) for the
+// JobSet uid — the caller emits its Warning there — and returns the
+// refusals as one error, so that the reconcile is retried with the controller's back-off: the
+// cause may go (a ValidatingAdmissionPolicy removed, a feature gate turned on) without anything
+// the controller watches changing. kind names the objects in the error. names are sorted, but
+// for the first, the one the error names.
+func (r *Refusals) Tell(told *Told, uid types.UID, kind string, tell func(template string, names []string, err error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.causes) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(slices.Values(r.order))
+	msgs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		f := r.causes[k]
+		slices.Sort(f.names)
+		if i := slices.Index(f.names, f.errName); i > 0 {
+			f.names = append(append([]string{f.errName}, f.names[:i]...), f.names[i+1:]...)
+		}
+		msgs = append(msgs, fmt.Sprintf("template %s: %v", f.template, f.err))
+		if told.Once(uid, "refused\x00"+k) {
+			tell(f.template, f.names, f.err)
+		}
+	}
+	return fmt.Errorf("the API server refuses %s: %s", kind, strings.Join(msgs, "; "))
+}
