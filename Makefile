@@ -273,7 +273,7 @@ unit: testbed-bins ## Unit and integration tests of every module (integration ru
 
 .PHONY: e2e
 e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
@@ -287,6 +287,14 @@ GATES_WITHOUT_DRA_WORKLOAD_CLAIMS := GenericWorkload=true,TopologyAwareWorkloadS
 .PHONY: e2e-gate-off
 e2e-gate-off: testbed-bins build ## The cases of a Kubernetes with a gate off, each on a testbed of its own: DRAWorkloadResourceClaims off (a Job of 300 pods sharing a claim is refused)
 	cd e2e && env -u KUBECONFIG TESTBED_KUBE_FEATURE_GATES=$(GATES_WITHOUT_DRA_WORKLOAD_CLAIMS) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 10m -v -run '^($(GATE_OFF_TESTS))$$' ./suites/resourceclaims/ 2>&1 | $(ROOT)/hack/test-summary.sh
+
+# JobSet's alpha gates, all on in the testbed's JobSet (and kind's): e2e/suites/gates. make e2e
+# runs one case per gate (TestElastic, TestInPlaceRestart, TestRestartJob) and leaves out
+# JOBSET_GATES_FULL_TESTS (go test -skip; test names no other suite uses); make e2e-gates runs all.
+JOBSET_GATES_FULL_TESTS := TestElasticBackends|TestElasticRetention|TestRestartJobRetainedClaim
+.PHONY: e2e-gates
+e2e-gates: testbed-bins build ## JobSet's alpha gates (ElasticJobSet, InPlaceRestart, RestartJob) beside the four add-ons, every case: each backend's gang following a scale, removed indexes' PVCs deleted on completion, RestartJob with a retained claim
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/gates/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs), Kubeflow Trainer $(TRAINER_VERSION), then make e2e-upstream

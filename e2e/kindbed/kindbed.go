@@ -233,6 +233,9 @@ func install(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	if jobset, err = withJobSetGates(jobset); err != nil {
+		return err
+	}
 	if _, err := c.Kubectl(ctx, jobset, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		return err
 	}

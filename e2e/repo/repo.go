@@ -38,3 +38,26 @@ func Root() (string, error) {
 		dir = parent
 	}
 }
+
+// JobSetAlphaGates are the alpha feature gates of JobSet v0.12.0 (its pkg/features), every one
+// of them turned on in the JobSet controller the testbed runs and in the one installed on kind,
+// so that the add-ons are proven beside what each changes in a running JobSet:
+//   - ElasticJobSet: parallelism and completions of an Indexed ReplicatedJob may change while
+//     the JobSet runs (JobSet patches its active Jobs when the two are equal);
+//   - InPlaceRestart: failurePolicy.restartStrategy InPlaceRestart (KEP-467), pods restarted in
+//     place by their agent sidecar instead of their Jobs re-created;
+//   - RestartJob: the failure policy actions RestartJob and RestartJobAndIgnoreMaxRestarts, only
+//     the failed Job re-created.
+//
+// (TLSOptions, beta, is on by default.) JobSet before v0.12.0 has none of them.
+var JobSetAlphaGates = []string{"ElasticJobSet", "InPlaceRestart", "RestartJob"}
+
+// JobSetFeatureGatesYAML is the featureGates field of a JobSet Configuration
+// (config.jobset.x-k8s.io/v1alpha1) that turns on every gate of JobSetAlphaGates.
+func JobSetFeatureGatesYAML() string {
+	s := "featureGates:\n"
+	for _, g := range JobSetAlphaGates {
+		s += "  " + g + ": true\n"
+	}
+	return s
+}

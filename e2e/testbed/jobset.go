@@ -17,14 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
 )
 
 // startJobSet runs the upstream JobSet controller as a local process whose webhooks the
 // apiserver reaches at https://127.0.0.1, with a certificate signed by a CA made here.
-// Its alpha gate ElasticJobSet is on, so that parallelism may change (as Kueue changes it while a
-// JobSet is suspended): podgroups must follow such a change. JobSet before v0.12.0 has no such
-// gate (v0.11.0 has none; v0.10.1 and earlier have no featureGates in their Configuration either,
-// and decode it strictly): there, replicatedJobs stay immutable and no gate is written.
+// Every alpha gate of JobSet v0.12.0 is on (repo.JobSetAlphaGates: ElasticJobSet, InPlaceRestart,
+// RestartJob), so that the add-ons are proven beside what each does to a running JobSet (the
+// gates suite). JobSet before v0.12.0 has no such gate (v0.11.0 has none; v0.10.1 and earlier
+// have no featureGates in their Configuration either, and decode it strictly): there, no gate is
+// written and replicatedJobs stay immutable.
 func startJobSet(ctx context.Context, c Config, rc *rest.Config, log func(string, ...any)) error {
 	dir := c.jobsetDir()
 	p := c.Ports()
@@ -63,7 +66,7 @@ clientConnection:
   burst: 500
 `, p.JobSetWebhook, certDir, p.JobSetHealth)
 		if c.JobSetAtLeast(ElasticJobSetSince) {
-			cfg += "featureGates:\n  ElasticJobSet: true\n"
+			cfg += repo.JobSetFeatureGatesYAML()
 		}
 		cfgPath := filepath.Join(dir, "config.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -94,7 +97,8 @@ clientConnection:
 	return waitJobSetWebhooks(ctx, rc)
 }
 
-// ElasticJobSetSince is the first JobSet release with the feature gate ElasticJobSet.
+// ElasticJobSetSince is the first JobSet release with the feature gate ElasticJobSet (and the
+// other alpha gates of repo.JobSetAlphaGates).
 const ElasticJobSetSince = "v0.12.0"
 
 // DependsOnFanInSince is the first JobSet release whose dependsOn holds several predecessors

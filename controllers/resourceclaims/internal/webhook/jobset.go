@@ -42,7 +42,9 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	return warnings, jobsets.Invalid(js, append(errs, refused...))
 }
 
-// ValidateUpdate keeps the templates annotation of every ReplicatedJob as it was created.
+// ValidateUpdate keeps the templates annotation of every ReplicatedJob as it was created, and
+// refuses a change of parallelism or completions (JobSet's ElasticJobSet) that makes a Job run
+// more pods at once than its shared claims serve.
 func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	var errs field.ErrorList
 	for i, rj := range newJS.Spec.ReplicatedJobs {
@@ -57,6 +59,7 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey), "is immutable"))
 		}
 	}
+	errs = append(errs, scaledPastSharers(oldJS, newJS)...)
 	return nil, jobsets.Invalid(newJS, errs)
 }
 
@@ -98,12 +101,10 @@ func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun)
 		for _, e := range parseErrs {
 			refused.Insert(e.Field)
 		}
-		if pods := jobsets.PodsPerJob(rj); len(parseErrs) == 0 && pods > jobsets.MaxClaimSharers && !jobsets.ClaimsOnPodGroup(js, rj.Name, len(templates)) {
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
-				"a Job of ReplicatedJob %q runs %d pods at once and shares these claims, and a claim reserved for each pod serves at most %d (a ResourceClaim's status.reservedFor): "+
-					"run at most %d pods of a Job at once, or have the claims reserved for the Job's PodGroup: %s: %s on the JobSet, with %s: \"true\" or the ReplicatedJob with replicas 1 and alone in its stage, "+
-					"at most %d templates, and a cluster with the feature gate DRAWorkloadResourceClaims",
-				rj.Name, pods, jobsets.MaxClaimSharers, jobsets.MaxClaimSharers, contract.SchedulerAnnotationKey, contract.SchedulerKubernetes, contract.CompositeAnnotationKey, jobsets.MaxPodGroupClaims)))
+		if len(parseErrs) == 0 {
+			if err := tooManySharers(js, rj, len(templates), path); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		spec := &rj.Template.Spec.Template.Spec
 		containers := sets.New[string]()

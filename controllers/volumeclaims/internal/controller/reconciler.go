@@ -145,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	for i := range owned.Items {
 		existing[owned.Items[i].Name] = &owned.Items[i]
 	}
+	claims = append(claims, scaledDown(js.Name, claims, existing)...)
 
 	st := stateOf(js)
 	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// scaledDown returns, as claims, the JobSet's per-pod PVCs (existing: the add-on's, of this
+// JobSet) that the policies no longer list because a lowering of completions (JobSet's
+// ElasticJobSet gate) took their completion index away: a PVC of the same template and
+// ReplicatedJob as a listed claim, at the name that claim's policy gives its indexes. Each is
+// its listed sibling with its own indexes, so that retention treats it as the ReplicatedJob's
+// other PVCs: kept while the ReplicatedJob runs (scale-down is not completion: it holds the
+// checkpoint of an index that may come back), deleted with them by whenComplete / whenFailed.
+func scaledDown(jobSet string, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) []policy.Claim {
+	listed := sets.New[string]()
+	siblings := map[[2]string]policy.Claim{} // template, ReplicatedJob → a listed claim
+	for _, c := range claims {
+		listed.Insert(c.Name)
+		if !c.Shared() {
+			if _, ok := siblings[[2]string{c.Template.Name, c.ReplicatedJob}]; !ok {
+				siblings[[2]string{c.Template.Name, c.ReplicatedJob}] = c
+			}
+		}
+	}
+	var out []policy.Claim
+	for name, pvc := range existing {
+		if listed.Has(name) {
+			continue
+		}
+		l := pvc.Labels
+		sibling, ok := siblings[[2]string{l[contract.VolumeClaimTemplateLabelKey], l[contract.VolumeClaimReplicatedJobLabelKey]}]
+		if !ok {
+			continue
+		}
+		job, jerr := strconv.Atoi(l[contract.VolumeClaimJobIndexLabelKey])
+		pod, perr := strconv.Atoi(l[contract.VolumeClaimPodIndexLabelKey])
+		if jerr != nil || perr != nil {
+			continue
+		}
+		if want, err := contract.PerPodVolumeClaimName(sibling.Template.Name, jobSet, sibling.ReplicatedJob, job, pod); err != nil || want != name {
+			continue
+		}
+		c := sibling
+		c.Name, c.JobIndex, c.PodIndex = name, job, pod
+		out = append(out, c)
+	}
+	return out
+}
