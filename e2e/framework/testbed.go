@@ -56,6 +56,7 @@ var (
 	PauseProcess        = testbed.PauseProcess
 	ResumeProcess       = testbed.ResumeProcess
 	StartGangSchedulers = testbed.StartGangSchedulers
+	InstallGangCRDs     = testbed.InstallGangCRDs
 	StartKueue          = testbed.StartKueue
 	StopKueue           = testbed.StopKueue
 	KueueGVR            = testbed.KueueGVR
