@@ -270,6 +270,9 @@ vulncheck: $(GOVULNCHECK) ## govulncheck every module against $$GOVULNDB, else .
 .PHONY: unit
 unit: testbed-bins ## Unit and integration tests of every module (integration runs envtest on bin/testbed)
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
+	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table):
+	@# the rest of it needs a cluster (make e2e).
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/...
 
 .PHONY: e2e
 e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind

@@ -14,14 +14,14 @@ import (
 func TestWithJobSetGates(t *testing.T) {
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset").Output()
 	if err != nil {
-		t.Skipf("sigs.k8s.io/jobset not in the module cache: %v", err)
+		t.Fatalf("sigs.k8s.io/jobset not in the module cache: %v", err)
 	}
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		root, _ := filepath.Abs("../..")
 		matches, _ := filepath.Glob(filepath.Join(root, "bin", "kube-*", "kubectl"))
 		if len(matches) == 0 {
-			t.Skip("no kubectl to render JobSet's kustomization with")
+			t.Fatal("no kubectl to render JobSet's kustomization with: make testbed-bins builds one into bin/kube-*/")
 		}
 		kubectl = matches[0]
 	}
