@@ -1,6 +1,9 @@
 package framework
 
-import "github.com/jobset-addons/jobset-addons/e2e/testbed"
+import (
+	"github.com/jobset-addons/jobset-addons/e2e/repo"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
+)
 
 // What the suites use of the testbed, through this package alone: a suite imports framework,
 // and framework alone knows which cluster a name comes from.
@@ -48,7 +51,7 @@ var (
 	DefaultConfig       = testbed.DefaultConfig
 	Up                  = testbed.Up
 	Down                = testbed.Down
-	RepoRoot            = testbed.RepoRoot
+	RepoRoot            = repo.Root
 	StartAddon          = testbed.StartAddon
 	StartAddonReplicas  = testbed.StartAddonReplicas
 	StopAddon           = testbed.StopAddon

@@ -85,7 +85,7 @@ func (p Ports) All() []int {
 // TESTBED_NODES, TESTBED_POD_DURATION, TESTBED_PORT_BASE, TESTBED_APISERVER_GOGC and
 // TESTBED_KUBE_FEATURE_GATES override the defaults.
 func DefaultConfig() (Config, error) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return Config{}, err
 	}
@@ -134,9 +134,6 @@ func (c Config) Beside(name string, portBase int) Config {
 	o.PortBase = portBase
 	return o
 }
-
-// RepoRoot is repo.Root: the directory holding go.work.
-func RepoRoot() (string, error) { return repo.Root() }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
