@@ -413,6 +413,12 @@ SCALE_NODES ?= 20
 bench-scale: build testbed-bins $(TESTBEDCTL) ## The four add-ons together: 1,000 mixed JobSets, one 10,000-pod JobSet, API requests per JobSet; prints tables
 	BENCH_SCALE=1 TESTBED_NODES=$(SCALE_NODES) hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench "^BenchmarkScale$$" -benchtime 1x -timeout 180m ./bench/'
 
+# make test runs it on its shared testbed (hack/test.sh): thresholds and their noise in
+# e2e/bench/smoke_test.go and docs/scale.md (bench-smoke).
+.PHONY: bench-smoke
+bench-smoke: build testbed-bins $(TESTBEDCTL) ## Reduced headline benchmarks of the four add-ons; fails when a ratio against its same-run baseline falls below its threshold
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkSmoke$$" -benchtime 1x -timeout 20m ./bench/'
+
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
 	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/

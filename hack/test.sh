@@ -27,6 +27,8 @@ step "make e2e"
 make --no-print-directory e2e
 step "make e2e-upstream"
 make --no-print-directory e2e-upstream
+step "make bench-smoke"
+make --no-print-directory bench-smoke
 step "make chart-verify"
 make --no-print-directory chart-verify
 step "make testbed-down"

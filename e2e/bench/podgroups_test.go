@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -33,7 +34,10 @@ import (
 // client below gets too.
 const pgQPS, pgBurst = 200, 400
 
-var volcanoPodGroupList = volcanov1beta1.SchemeGroupVersion.WithKind("PodGroupList")
+var (
+	volcanoPodGroupList = volcanov1beta1.SchemeGroupVersion.WithKind("PodGroupList")
+	coschedPodGroupList = coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroupList")
+)
 
 // BenchmarkPodGroups runs the podgroups controller on the testbed (Volcano's CRDs installed; no
 // gang scheduler runs, so that none adds load) and prints its table. PODGROUPS_BENCH=create,update
@@ -45,9 +49,14 @@ func BenchmarkPodGroups(b *testing.B) {
 		b.Fatal(err)
 	}
 	runAddonBench(b, "podgroups", []scenario{
-		{"create", func(e benchEnv) []row { return podGroupsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"create", func(e benchEnv) []row {
+			return podGroupsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb, contract.SchedulerVolcano, 500, 0)
+		}},
 		{"update", func(e benchEnv) []row { return updateWhileSuspended(e.ctx, e.b, e.c, e.tb) }},
-		{"kubernetes", func(e benchEnv) []row { return nativeVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"kubernetes", func(e benchEnv) []row { return nativeVersusBare(e.ctx, e.b, e.c, e.cs, e.tb, 500, 0) }},
+		{"coscheduling", func(e benchEnv) []row {
+			return podGroupsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb, contract.SchedulerCoscheduling, 500, 0)
+		}},
 	})
 }
 
@@ -63,63 +72,68 @@ func gangJobSetOf(s contract.Scheduler, ns, name string, pods int32) *jobsetv1al
 	).Obj()
 }
 
-// podGroupsVersusBare: 500 suspended Volcano JobSets. First the end-to-end figures: from the
-// first JobSet create until all 500 PodGroups exist, with the JobSets' own admission, and each
-// PodGroup's lag behind its JobSet. Then the controller's own rate, against a bare client: the
-// controller is stopped, the 500 PodGroups deleted, and the controller started again; from the
-// moment it acts (its workers start on synced caches, with the Lease) until all 500 exist again,
-// against a bare client-go loop creating 500 PodGroups with the controller's QPS and burst, from
-// its start. The cold start (process start, listing 500 JobSets and 1,000 Jobs, taking the
-// Lease) is a row of its own: a cost per start, not per PodGroup, that the bare loop does not
-// pay.
-func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
-	const n = 500
-	ns := namespace(ctx, b, c, "bench-pg")
+// podGroupsVersusBare: n suspended JobSets of a second scheduler's gang (Volcano, or
+// coscheduling). First the end-to-end figures: from the first JobSet create until all n
+// PodGroups exist, with the JobSets' own admission, and each PodGroup's lag behind its JobSet.
+// Then the controller's own rate, against a bare client: the controller is stopped, the n
+// PodGroups deleted, and the controller started again; from the moment it acts (its workers
+// start on synced caches, with the Lease) until all n exist again, against a bare client-go
+// loop creating n PodGroups with the controller's QPS and burst, from its start, in rounds
+// (0: benchRounds()). The cold start
+// (process start, listing n JobSets and 2n Jobs, taking the Lease) is a row of its own: a cost
+// per start, not per PodGroup, that the bare loop does not pay.
+func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config, s contract.Scheduler, n, rounds int) []row {
+	ns := namespace(ctx, b, c, "bench-pg-"+string(s))
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
+	list, pgList := volcanoPodGroupList, client.ObjectList(&volcanov1beta1.PodGroupList{})
+	if s == contract.SchedulerCoscheduling {
+		list, pgList = coschedPodGroupList, &coschedv1alpha1.PodGroupList{}
+	}
 	seen := newArrivals()
-	for kind, list := range map[string]client.ObjectList{"jobset": &jobsetv1alpha2.JobSetList{}, "podgroup": &volcanov1beta1.PodGroupList{}} {
-		seen.follow(kind, watchList(ctx, b, tb, list, ns))
+	for kind, l := range map[string]client.ObjectList{"jobset": &jobsetv1alpha2.JobSetList{}, "podgroup": pgList} {
+		seen.follow(kind, watchList(ctx, b, tb, l, ns))
 	}
 	defer seen.stop()
 	start := time.Now()
-	if err := createParallel(n, 8, func(i int) error { return c.Create(ctx, gangJobSet(ns, fmt.Sprintf("pg-%d", i), 2)) }); err != nil {
+	if err := createParallel(n, 8, func(i int) error { return c.Create(ctx, gangJobSetOf(s, ns, fmt.Sprintf("pg-%d", i), 2)) }); err != nil {
 		b.Fatal(err)
 	}
 	admitted := time.Since(start)
-	endToEnd := timeUntil(ctx, b, c, start, volcanoPodGroupList, ns, ours, n)
+	endToEnd := timeUntil(ctx, b, c, start, list, ns, ours, n)
 	time.Sleep(time.Second) // the watch may trail the list
 	lags := seen.pairLags("jobset/", "podgroup/")
 	seen.stop()
 
-	// The controller's own rate, from a start with 500 JobSets and no PodGroup, once the JobSet
+	// The controller's own rate, from a start with n JobSets and no PodGroup, once the JobSet
 	// controller made their Jobs and the cluster is quiet, against the bare loop.
 	jobSets := quietJobSets(ctx, b, c, ns, n)
 	// The bare loop creates the very PodGroups the controller makes (name, labels, annotations,
 	// owner reference to the JobSet, spec), in the same namespace.
 	res := restartBench{
-		addon: "podgroups", ns: ns, list: volcanoPodGroupList, resource: "podgroups", ours: ours, n: n,
+		addon: "podgroups", ns: ns, list: list, resource: "podgroups", ours: ours, n: n,
 		qps: pgQPS, burst: pgBurst,
 		bare: bareCreates(b, func(bare client.Client, i int) error {
 			js := &jobSets.Items[i]
-			return bare.Create(ctx, &volcanov1beta1.PodGroup{
-				ObjectMeta: metav1.ObjectMeta{
-					Namespace: ns, Name: js.Name,
-					Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
-					Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
-					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
-				},
-				Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
-			})
+			meta := metav1.ObjectMeta{
+				Namespace: ns, Name: js.Name,
+				Labels:          map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: js.Name},
+				Annotations:     map[string]string{contract.PodGroupSpecHashAnnotationKey: "0123456789abcdef"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))},
+			}
+			minResources := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+			if s == contract.SchedulerCoscheduling {
+				return bare.Create(ctx, &coschedv1alpha1.PodGroup{ObjectMeta: meta, Spec: coschedv1alpha1.PodGroupSpec{MinMember: 4, MinResources: minResources}})
+			}
+			return bare.Create(ctx, &volcanov1beta1.PodGroup{ObjectMeta: meta, Spec: volcanov1beta1.PodGroupSpec{MinMember: 4, Queue: "default", MinResources: &minResources}})
 		}),
-		eventReason: "PodGroupCreated", events: n,
+		eventReason: "PodGroupCreated", events: n, rounds: rounds,
 	}.run(ctx, b, c, tb, cs)
 	h, err := addonHistogram(ctx, tb, "podgroups", "jobset_addons_podgroups_reconcile_duration_seconds", `result="success"`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	where := []row{{what: fmt.Sprintf("  its reconciles in the last round, p50/p99 (%d)", int(h.count)), ours: fmtSeconds(h.quantile(0.5)) + " / " + fmtSeconds(h.quantile(0.99)), target: "-"}}
-	return append(res.rows(fmt.Sprintf("%d PodGroups, QPS %d", n, pgQPS), "ratio >= 0.9", n), append(where, []row{
-
+	return append(res.rows(fmt.Sprintf("%d PodGroups (%s), QPS %d", n, s, pgQPS), "ratio >= 0.9", n), append(where, []row{
 		{what: fmt.Sprintf("%d JobSets created to %d PodGroups, end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  the %d JobSets created (their admission included)", n), ours: admitted.Round(time.Millisecond).String(), target: "-"},
 		{what: fmt.Sprintf("  PodGroup minus its JobSet's arrival, p50/p99 (%d)", len(lags)), ours: quantile(lags, 0.5).Round(time.Millisecond).String() + " / " + quantile(lags, 0.99).Round(time.Millisecond).String(), target: "-"},
@@ -234,13 +248,12 @@ var (
 	nativeWorkloadList = schedulingv1beta1.SchemeGroupVersion.WithKind("WorkloadList")
 )
 
-// nativeVersusBare: the kubernetes backend, 500 suspended JobSets: the time from the first
-// JobSet create until 500 PodGroups (and their Workloads) exist, then the controller's own rate
+// nativeVersusBare: the kubernetes backend, n suspended JobSets: the time from the first
+// JobSet create until n PodGroups (and their Workloads) exist, then the controller's own rate
 // against a bare loop that makes the very same Workload and PodGroup per JobSet (name, labels,
 // annotations, owner, controllerRef, workloadRef, gang minCount), in rounds as for Volcano; the
 // count that stops each clock is of PodGroups, each made after its Workload.
-func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
-	const n = 500
+func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config, n, rounds int) []row {
 	ns := namespace(ctx, b, c, "bench-native")
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue}
 	start := time.Now()
@@ -278,7 +291,7 @@ func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 				SchedulingPolicy: *gang.DeepCopy(),
 			}})
 		}),
-		eventReason: "PodGroupCreated", events: n,
+		eventReason: "PodGroupCreated", events: n, rounds: rounds,
 	}.run(ctx, b, c, tb, cs)
 	return append(res.rows(fmt.Sprintf("%d Workloads + %d PodGroups (kubernetes), QPS %d", n, n, pgQPS), "ratio >= 0.9", n),
 		row{what: fmt.Sprintf("%d kubernetes JobSets created to %d PodGroups (after their Workloads), end to end", n, n), ours: endToEnd.Round(time.Millisecond).String(), target: "-"})

@@ -40,7 +40,7 @@ func BenchmarkResourceClaims(b *testing.B) {
 	runAddonBench(b, "resourceclaims", []scenario{
 		{"latency", func(e benchEnv) []row { return jobWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
 		{"admission", resourceClaimsAdmission},
-		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }},
+		{"claims", func(e benchEnv) []row { return claimsVersusBare(e.ctx, e.b, e.c, e.cs, e.tb, 100, 0) }},
 	})
 }
 
@@ -78,13 +78,14 @@ func jobWebhookLatency(ctx context.Context, b *testing.B, c client.Client, cs ku
 	})
 }
 
-// claimsVersusBare: 100 suspended JobSets x 5 Jobs with one template each = 500 claims. First
+// claimsVersusBare: jobSets suspended JobSets x 5 Jobs with one template each (100: 500 claims). First
 // end to end, from the first JobSet create to the last claim, with when the last Job appeared
 // (the JobSet controller makes them) and each claim's lag behind its Job and its JobSet, from
 // watches. Then the controller's own rate against a bare client-go loop creating the very same
 // 500 claims (name, labels, owner, spec) with the controller's QPS and burst (restartBench).
-func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config) []row {
-	const jobSets, replicas = 100, 5
+// rounds is restartBench's (0: benchRounds()).
+func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kubernetes.Interface, tb testbed.Config, jobSets, rounds int) []row {
+	const replicas = 5
 	total := jobSets * replicas
 	ours := client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}
 
@@ -165,7 +166,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 				return err
 			}
 		},
-		eventReason: "ResourceClaimsCreated", events: total,
+		eventReason: "ResourceClaimsCreated", events: total, rounds: rounds,
 	}.run(ctx, b, c, tb, cs)
 	return append(res.rows(fmt.Sprintf("%d claims (%d JobSets x %d Jobs), QPS %d", total, jobSets, replicas, rcQPS), "ratio >= 0.9", total), []row{
 		{what: fmt.Sprintf("%d JobSets created to %d claims, end to end", jobSets, total), ours: endToEnd.Round(time.Millisecond).String(), target: "-"},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
@@ -217,6 +218,11 @@ func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 	}); err != nil {
 		b.Fatalf("s1 released: %d of %d pods ungated", ungated, total)
 	}
+	// The same release by bare loops, on JobSets of the same shape (without the PVCs and
+	// claims), once the big JobSet and its pods are gone.
+	deleteJobSetsNow(ctx, b, c, tb, ns, []*jobsetv1alpha2.JobSet{js})
+	releases := append([]releaseResult{{loop: oursRelease, times: []time.Duration{release}}},
+		measureRelease(ctx, b, c, tb, tl, jobs, pods, 1, false, []releaseLoop{bareAtSequencerLimits, {qps: -1, workers: envIntOr("RELEASE_UNLIMITED_WORKERS", 128)}})...)
 	h, null := hooks["mpod.volumeclaims.jobset-addons.io"], hooks[nullWebhookName]
 	handler, err := handlerHistogram(ctx, tb, "volumeclaims", "/mutate--v1-pod")
 	if err != nil {
@@ -235,7 +241,5 @@ func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 		{what: fmt.Sprintf("s0 Complete to the last of %d s1 gates lifted (sequencer)", total), ours: release.Round(time.Millisecond).String(), target: "-"},
 		{what: "  from the later of s0 Complete and the last s1 pod's arrival", ours: tail.Round(time.Millisecond).String(), target: "-"},
 	})
-	if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		b.Fatal(err)
-	}
+	printTable(fmt.Sprintf("scale: the release of the %d s1 pods, against bare loops on pods gated the same way", total), releaseRows(releases, total))
 }

@@ -26,7 +26,8 @@ import (
 //	               JobSets never finished. scheduler-plugins' scheduler (Kubernetes 1.33) has no
 //	               DRA: it binds the pods and leaves their claims unallocated.
 //	SCALE_BIG_JOBS, SCALE_BIG_PODS  the one big JobSet: Jobs x pods (default 100 x 100)
-//	SCALE_BENCH    the scenarios to run: mixed, big (default both)
+//	SCALE_BENCH    the scenarios to run: mixed, big (default both); release (named only): the
+//	               big JobSet's release alone, against every bare loop (release_test.go)
 //	SCALE_RESTART  0 skips the restart of each add-on with the mixed load's JobSets there
 //	SCALE_LEASE    default runs the add-ons with the chart's Lease timings (see scaleAddonArgs)
 //
@@ -84,6 +85,12 @@ func BenchmarkScale(b *testing.B) {
 	}
 	if run("big") {
 		bigJobSet(ctx, b, c, cs, tb, envIntOr("SCALE_BIG_JOBS", 100), envIntOr("SCALE_BIG_PODS", 100))
+	}
+	// Named only: the big JobSet's release already runs against the bare loops.
+	if slices.Contains(strings.Split(only, ","), "release") {
+		wctx, cancel := context.WithCancel(ctx)
+		releaseScenario(ctx, b, c, tb, watchTimeline(wctx, b, cs), envIntOr("SCALE_BIG_JOBS", 100), envIntOr("SCALE_BIG_PODS", 100))
+		cancel()
 	}
 	restarts := dog.restarts()
 	fmt.Printf("\nadd-on processes that exited during the run and were started again: %d\n", len(restarts))

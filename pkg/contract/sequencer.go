@@ -2,8 +2,10 @@ package contract
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -189,3 +191,12 @@ func ParseReleased(value string, path *field.Path) (Released, field.ErrorList) {
 	}
 	return *r, nil
 }
+
+// SequencerReleasePatchType and SequencerReleasePatch are the sequencer's one write to a pod it
+// releases: a strategic merge patch on spec.schedulingGates (merge key name) that deletes
+// SequencerSchedulingGateValue, and only it, and, in the same patch, the pod's
+// SequencerGatedLabelKey label. The benchmarks' bare loops send the same bytes.
+const SequencerReleasePatchType = types.StrategicMergePatchType
+
+var SequencerReleasePatch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}},"spec":{"schedulingGates":[{"$patch":"delete","name":%q}]}}`,
+	SequencerGatedLabelKey, SequencerSchedulingGateValue)

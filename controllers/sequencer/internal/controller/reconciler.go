@@ -265,9 +265,7 @@ func (r *Reconciler) patchReleased(ctx context.Context, js *jobsetv1alpha2.JobSe
 // controller caches only the pods with that label, and a released pod, which it never needs
 // again, leaves its cache (make bench-scale: the finished pods of 250 sequenced JobSets, still
 // labelled, were the largest part of its memory).
-var gateRemoval = client.RawPatch(types.StrategicMergePatchType,
-	fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}},"spec":{"schedulingGates":[{"$patch":"delete","name":%q}]}}`,
-		contract.SequencerGatedLabelKey, contract.SequencerSchedulingGateValue))
+var gateRemoval = client.RawPatch(contract.SequencerReleasePatchType, contract.SequencerReleasePatch)
 
 // releasePods removes the gate from the gated pods of the released ReplicatedJobs of the
 // attempt, r.Workers at a time.
