@@ -146,14 +146,17 @@ type releaseResult struct {
 
 func (r releaseResult) rate(n int) float64 { return float64(n) / median(r.times).Seconds() }
 
-// releaseTogether is the most pods measureRelease makes at once: a round's JobSets are made
-// together (and deleted together) when their pods are no more, one at a time otherwise.
+// releaseTogether is the most pods measureRelease makes at once: a round's JobSets of
+// unscheduled pods are made together (and deleted together) when their pods are no more, one
+// at a time otherwise. Pods that a scheduler takes are always one JobSet at a time: its work on
+// one JobSet's released pods (most of them Pending on the full nodes, tried again and again)
+// would weigh on the next loop.
 const releaseTogether = 4000
 
 // measureRelease runs each loop on a JobSet of jobs x pods of its own, rounds times, the
 // order of the loops turned by one each round, and returns each loop's times. A round's
-// JobSets are made at once when they fit releaseTogether; each is measured after the one
-// before it once a second passed without a pod's change (the watch).
+// JobSets are made at once when they fit releaseTogether (unscheduled); each is measured after
+// the one before it once a second passed without a pod's change (the watch), or a minute.
 func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, jobs, pods, rounds int, unscheduled bool, loops []releaseLoop) []releaseResult {
 	n := jobs * pods
 	ns := namespace(ctx, b, c, "release")
@@ -161,7 +164,10 @@ func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testb
 	for i, l := range loops {
 		results[i].loop = l
 	}
-	batch := max(1, min(len(loops), releaseTogether/n))
+	batch := 1
+	if unscheduled {
+		batch = max(1, min(len(loops), releaseTogether/n))
+	}
 	for round := range rounds {
 		for first := 0; first < len(loops); first += batch {
 			var made []*jobsetv1alpha2.JobSet
