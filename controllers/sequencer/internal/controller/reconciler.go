@@ -159,6 +159,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if annErr == nil {
 		for _, s := range d.newly {
+			if podErr == nil {
+				observeHandoff(s, doneAt(jobs.Items, attempt, s.DependsOn, start), r.Clock.Now())
+			}
 			status := strictest(s.DependsOn)
 			for _, name := range s.ReplicatedJobs {
 				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
@@ -308,6 +311,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 			}
 			if err != nil {
 				reconcileErrors.WithLabelValues("patch-pod").Inc()
+				addon.CountObject("Pod", addon.ActionFailed, 1)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("releasing pod %s: %w", p.Name, err))
 				mu.Unlock()
@@ -315,6 +319,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 			}
 			r.releasedTracker().Wrote(&before)
 			podsReleased.Inc()
+			addon.CountObject("Pod", addon.ActionUpdated, 1)
 		}()
 	}
 	wg.Wait()
