@@ -28,11 +28,11 @@ const WaitReason = "gang"
 // attempt have active pods and none ready or succeeded, from the oldest such Job's creation.
 func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
 	var jss jobsetv1alpha2.JobSetList
-	if err := c.List(ctx, &jss); err != nil {
+	if err := c.List(ctx, &jss, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var jobs batchv1.JobList
-	if err := c.List(ctx, &jobs); err != nil {
+	if err := c.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	byJobSet := map[string][]batchv1.Job{}

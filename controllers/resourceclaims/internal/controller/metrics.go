@@ -26,7 +26,7 @@ const WaitReason = "claim"
 // creation.
 func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
 	var list resourcev1.ResourceClaimList
-	if err := c.List(ctx, &list, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []addon.Wait

@@ -27,7 +27,7 @@ const WaitReason = "stage"
 // creation.
 func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
+	if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []addon.Wait

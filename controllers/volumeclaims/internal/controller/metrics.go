@@ -37,7 +37,7 @@ func registerHeld(c client.Reader) error {
 
 func held(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := c.List(ctx, &pvcs, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}); err != nil {
+	if err := c.List(ctx, &pvcs, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []addon.Wait
