@@ -223,6 +223,8 @@ TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
+# Where the observability suite finds prometheus and promtool.
+export PROMETHEUS_BIN_DIR := $(PROMETHEUS_DIR)
 
 # Releases (docs/releasing.md): make release VERSION=vX.Y.Z writes dist/, with no Docker.
 RELEASE_TOOL := $(BIN)/release
@@ -297,8 +299,8 @@ unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## Unit and integration tests of e
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/...
 
 .PHONY: e2e
-e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
+e2e: testbed-bins kueue-bins trainer-bins prometheus-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
@@ -320,6 +322,14 @@ JOBSET_GATES_FULL_TESTS := TestElasticBackends|TestElasticRetention|TestRestartJ
 .PHONY: e2e-gates
 e2e-gates: testbed-bins build ## JobSet's alpha gates (ElasticJobSet, InPlaceRestart, RestartJob) beside the four add-ons, every case: each backend's gang following a scale, removed indexes' PVCs deleted on completion, RestartJob with a retained claim
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/gates/ 2>&1 | $(ROOT)/hack/test-summary.sh
+
+# Observability (e2e/suites/observability): a real Prometheus scrapes the four add-ons on the
+# testbed and evaluates the chart's dashboard queries and alerts. make e2e leaves out
+# OBSERVABILITY_FULL_TESTS (go test -skip); make e2e-observability runs all.
+OBSERVABILITY_FULL_TESTS := TestAlertsFireOnWorkload
+.PHONY: e2e-observability
+e2e-observability: testbed-bins prometheus-bins build ## A real Prometheus $(PROMETHEUS_VERSION) scrapes the four add-ons while JobSets run: every dashboard query and alert expression returns series, promtool checks rules and /metrics, alerts fire (an add-on stopped, a PVC held, JobSets waiting)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/observability/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs), Kubeflow Trainer $(TRAINER_VERSION), then make e2e-upstream
