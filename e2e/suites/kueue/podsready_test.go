@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -49,13 +48,6 @@ func TestWaitForPodsReady(t *testing.T) {
 
 			c := framework.Client(t, cfg)
 			ns := framework.NamespaceFrom(ctx)
-			rc := rest.CopyConfig(cfg.Client().RESTConfig())
-			w := &warnings{}
-			rc.WarningHandler = w
-			wc, err := client.New(rc, client.Options{Scheme: framework.Scheme})
-			if err != nil {
-				t.Fatal(err)
-			}
 			q := makeQueues(ctx, t, c, ns, queueOptions{cpu: "10"})
 			staged := func(name, waitFor, initRun string) *jobsetv1alpha2.JobSet {
 				return shape{name: name, queue: q.localQueue, all: true, waitFor: waitFor, initRun: initRun, trainRun: "3s",
@@ -63,10 +55,7 @@ func TestWaitForPodsReady(t *testing.T) {
 			}
 			long, short, ready := staged("long", "", "45s"), staged("short", "", "8s"), staged("ready", "Ready", "45s")
 			for _, js := range []*jobsetv1alpha2.JobSet{long, short, ready} {
-				if err := wc.Create(ctx, js); err != nil {
-					t.Fatalf("creating JobSet %s: %v", js.Name, err)
-				}
-				got := w.take()
+				got := framework.CreateWithWarnings(ctx, t, cfg, js)
 				warned := slices.ContainsFunc(got, func(m string) bool {
 					return strings.Contains(m, "sequencer: ") && strings.Contains(m, "waitForPodsReady.timeout") &&
 						strings.Contains(m, "ReplicatedJobs train still wait for init to complete")
