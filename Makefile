@@ -306,7 +306,7 @@ e2e: testbed-bins kueue-bins trainer-bins prometheus-bins build ## e2e suites, o
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
 NEIGHBOUR_SUITES := ./suites/kueue/ ./suites/trainer/
-NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims
+NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims|TestWaitForPodsReady
 # Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
 # each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
 GATE_OFF_TESTS := TestClaimOnPodGroupGateOff
