@@ -216,3 +216,49 @@ func TestStartBarrierSequencerKilled(t *testing.T) {
 	})
 	testenv.Test(t, f)
 }
+
+// TestStartBarrierNewPod: once a barrier is open, a pod that comes later in the same attempt (a
+// Job's retry of a deleted pod here; an elastic scale-up or a RestartJob's new Job alike) is
+// told open as soon as it is seen, without waiting for anyone.
+func TestStartBarrierNewPod(t *testing.T) {
+	f := framework.NamespacedFeature("a new pod of an open barrier", "is told open at once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		js := withBarrier(addontest.JobSet(framework.NamespaceFrom(ctx), "newpod"), contract.StartBarrierJobSet, "").
+			ReplicatedJobs(replicated("w", 1, 2, "20s").BackoffLimit(ptr.To[int32](1))).Obj()
+		framework.CreateAll(ctx, t, c, js)
+		var first corev1.Pod
+		framework.Eventually(ctx, t, time.Minute, "both pods running", func(ctx context.Context) (bool, string, error) {
+			pods := jobSetPods(ctx, t, c, js)
+			if countPods(pods, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodRunning && barrierState(p) == contract.StartBarrierOpen
+			}) != 2 {
+				return false, "", nil
+			}
+			first = pods[0]
+			return true, "", nil
+		})
+		if err := c.Delete(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, time.Minute, "the new pod told open and running", func(ctx context.Context) (bool, string, error) {
+			for _, p := range jobSetPods(ctx, t, c, js) {
+				if p.UID != first.UID && p.Name != first.Name && p.DeletionTimestamp == nil && attemptOf(&p) == 0 &&
+					p.CreationTimestamp.After(first.CreationTimestamp.Time) {
+					return barrierState(&p) == contract.StartBarrierOpen && p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
+				}
+			}
+			return false, "no new pod yet", nil
+		})
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			t.Fatal(err)
+		}
+		if got := openedAnnotation(t, js); got.RestartAttempt != 0 || !slices.Equal(got.Groups, []string{"jobset"}) {
+			t.Errorf("opened annotation %+v, want attempt 0, jobset", got)
+		}
+		if opened := eventsSaying(ctx, t, c, js, "StartBarrierOpened", 1); len(opened) != 1 {
+			t.Errorf("StartBarrierOpened %q, want one", opened)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
