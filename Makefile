@@ -22,6 +22,9 @@ SCHEDPLUGINS_DEFAULT := v0.34.7
 SCHEDPLUGINS_OLD     := v0.33.5
 VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
+# Prometheus and promtool (make e2e-observability, make unit's promtool test rules): module
+# v0.316.0 is Prometheus 3.16.0.
+PROMETHEUS_VERSION   := v0.316.0
 KO_VERSION           := v0.18.0
 CONTAINERD_VERSION   := v2.3.4
 CRICTL_VERSION       := v1.37.0
@@ -126,6 +129,23 @@ $(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
 		chmod -R u+w $(TRAINER_DIR)/crds $(TRAINER_DIR)/webhooks.yaml
 	touch $@
 
+PROMETHEUS_DIR := $(BIN)/prometheus-$(PROMETHEUS_VERSION)
+PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.16.0
+$(PROMETHEUS_DIR)/%: tools/prometheus/go.mod
+	hack/build-tool.sh tools/prometheus $@ github.com/prometheus/prometheus/cmd/$* "$(PROMETHEUS_LDFLAGS)"
+# The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, from its module (make
+# chart-verify applies them to the testbed to dry-run the chart's monitoring objects).
+PROMETHEUS_OPERATOR_VERSION := v0.94.0
+PROMETHEUS_CRDS := $(BIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
+$(PROMETHEUS_CRDS)/.stamp:
+	src=$$(GOWORK=off go mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^	"Dir": "\(.*\)",$$/\1/p') && \
+		rm -rf $(PROMETHEUS_CRDS) && mkdir -p $(PROMETHEUS_CRDS) && \
+		cp $$src/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $$src/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $(PROMETHEUS_CRDS)/ && \
+		chmod u+w $(PROMETHEUS_CRDS)/*.yaml
+	touch $@
+.PHONY: prometheus-bins
+prometheus-bins: $(PROMETHEUS_DIR)/prometheus $(PROMETHEUS_DIR)/promtool ## Build (once) Prometheus and promtool $(PROMETHEUS_VERSION)
+
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
 $(KIND): tools/kind/go.mod
@@ -197,7 +217,7 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
@@ -268,7 +288,9 @@ vulncheck: $(GOVULNCHECK) ## govulncheck every module against $$GOVULNDB, else .
 	@hack/vulncheck-selftest.sh $(GOVULNCHECK)
 
 .PHONY: unit
-unit: testbed-bins ## Unit and integration tests of every module (integration runs envtest on bin/testbed)
+unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## Unit and integration tests of every module (integration runs envtest on bin/testbed); promtool tests the alerts
+	$(PROMETHEUS_DIR)/promtool check rules charts/jobset-addons/files/alerts.yaml
+	$(PROMETHEUS_DIR)/promtool test rules charts/jobset-addons/tests/promtool/alerts_test.yaml
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table):
 	@# the rest of it needs a cluster (make e2e).
@@ -282,7 +304,7 @@ e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
 NEIGHBOUR_SUITES := ./suites/kueue/ ./suites/trainer/
-NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims
+NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims|TestWaitForPodsReady
 # Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
 # each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
 GATE_OFF_TESTS := TestClaimOnPodGroupGateOff
@@ -384,7 +406,7 @@ $(TESTBEDCTL): FORCE
 	cd e2e && GOWORK=off go build -o $@ ./cmd/testbed
 
 .PHONY: tools
-tools: testbed-bins kueue-bins trainer-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
+tools: testbed-bins kueue-bins trainer-bins prometheus-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
 
 .PHONY: bench
 bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
@@ -439,6 +461,6 @@ demo-down: $(TESTBEDCTL) ## Stop what make demo started: the testbed and every c
 	$(if $(filter kind,$(DEMO_CLUSTER)),$(KIND_ENV) $(TESTBEDCTL) kind-down,$(TESTBEDCTL) down)
 
 .PHONY: chart-verify
-chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## helm lint, render every toggle combination, server-side dry-run on the testbed
-	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl hack/chart-verify.sh
+chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm $(PROMETHEUS_CRDS)/.stamp ## helm lint, render every toggle combination (controllers, cert modes, monitoring), server-side dry-run on the testbed
+	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl PROMETHEUS_CRDS=$(PROMETHEUS_CRDS) hack/chart-verify.sh
 

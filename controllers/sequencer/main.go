@@ -48,6 +48,9 @@ func main() {
 				}
 			}),
 		},
+		Kinds:              controller.Kinds,
+		Waits:              controller.Waits,
+		WaitReasons:        []string{controller.WaitReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {

@@ -311,9 +311,11 @@ func (r *BarrierReconciler) tell(ctx context.Context, pods []barrierPod, state s
 	err := patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), func(err error) {
 		if err != nil {
 			barrierErrors.WithLabelValues("patch-pod").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
 			return
 		}
 		barrierPodsTold.Inc()
+		addon.CountObject("Pod", addon.ActionUpdated, 1)
 	})
 	if len(todo) > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("Told barrier pods", "count", len(todo), "state", state)
