@@ -433,6 +433,10 @@ bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a b
 bench-sequencer: build testbed-bins $(TESTBEDCTL) ## sequencer hand-off against upstream JobSet dependsOn, same run; prints a table
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench Sequencer -benchtime 1x -timeout 30m ./bench/'
 
+.PHONY: bench-barrier
+bench-barrier: build testbed-bins $(TESTBEDCTL) ## sequencer's start barrier: opening BENCH_BARRIER_PODS (400) pods against a bare loop of the same writes at the same QPS; requests per pod; prints a table (10,000 pods: BENCH_BARRIER_PODS=10000 TESTBED_NODES=100)
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench StartBarrier -benchtime 1x -timeout 60m ./bench/'
+
 .PHONY: bench-podgroups
 bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare client; update while suspended; prints a table
 	TESTBED_APISERVER_GOGC=400 hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench PodGroups -benchtime 1x -timeout 30m ./bench/'

@@ -8,6 +8,7 @@
 #                                             nonroot user (65532) from the node's Debian root
 #                                             filesystem (ko's default base cannot be pulled here)
 #   kind.local/{volumeclaims,resourceclaims,sequencer,podgroups}:e2e   the add-ons, by ko
+#   kind.local/barrier:e2e                    the sequencer's start barrier (controllers/sequencer/barrier), by ko
 #   kind.local/dra-driver:e2e                 e2e/kindbed/images/dra-driver, a DRA driver, by ko
 #   kind.local/scheduler-plugins:e2e          scheduler-plugins' scheduler (tools/schedplugins), by ko
 #   $JOBSET_IMAGE                             JobSet (tools/jobset), by ko, under the name its own
@@ -51,6 +52,7 @@ docker tag kind.local/base:e2e ko.local/base:e2e
 for c in volumeclaims resourceclaims sequencer podgroups; do
 	ko_build "controllers/$c" . "kind.local/$c:e2e"
 done
+ko_build controllers/sequencer ./barrier kind.local/barrier:e2e
 ko_build e2e ./kindbed/images/dra-driver kind.local/dra-driver:e2e
 ko_build tools/schedplugins sigs.k8s.io/scheduler-plugins/cmd/scheduler kind.local/scheduler-plugins:e2e
 # JobSet's manifests run /manager; ko puts the binary at /ko-app/jobset.
