@@ -56,6 +56,7 @@ var Images = append([]string{"kind.local/dra-driver:e2e", "kind.local/scheduler-
 // AddonImages are the add-ons' images built here (hack/kind/values.yaml runs them).
 var AddonImages = []string{
 	"kind.local/volumeclaims:e2e", "kind.local/resourceclaims:e2e", "kind.local/sequencer:e2e", "kind.local/podgroups:e2e",
+	"kind.local/barrier:e2e", // the sequencer's start barrier
 }
 
 // JobSetImage is the name JobSet v0.12.0's own manifests give its controller: the image ko

@@ -8,6 +8,7 @@
 #                                             nonroot user (65532) from the node's Debian root
 #                                             filesystem (ko's default base cannot be pulled here)
 #   kind.local/{volumeclaims,resourceclaims,sequencer,podgroups}:e2e   the add-ons, by ko
+#   kind.local/barrier:e2e                    the sequencer's start barrier (controllers/sequencer/barrier), by ko
 #   kind.local/dra-driver:e2e                 e2e/kindbed/images/dra-driver, a DRA driver, by ko
 #   kind.local/rendezvous:e2e                 e2e/kindbed/images/rendezvous, the distributed-start workload, by ko
 #   kind.local/coredns:e2e                    CoreDNS (tools/coredns), by ko: the cluster's DNS on the
@@ -54,6 +55,7 @@ docker tag kind.local/base:e2e ko.local/base:e2e
 for c in volumeclaims resourceclaims sequencer podgroups; do
 	ko_build "controllers/$c" . "kind.local/$c:e2e"
 done
+ko_build controllers/sequencer ./barrier kind.local/barrier:e2e
 ko_build e2e ./kindbed/images/dra-driver kind.local/dra-driver:e2e
 ko_build e2e ./kindbed/images/rendezvous kind.local/rendezvous:e2e
 ko_build tools/coredns github.com/coredns/coredns kind.local/coredns:e2e
