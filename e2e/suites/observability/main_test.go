@@ -11,7 +11,7 @@
 //     JobSetAddonDown fire in Prometheus' /api/v1/alerts.
 //   - TestAlertsFireOnWorkload (make e2e-observability only; Makefile OBSERVABILITY_FULL_TESTS):
 //     JobSetAddonPVCHeld (a PVC held by finished pods) and JobSetWaitingTooLong (a JobSet
-//     waiting on a stage, a gang, a claim) fire.
+//     waiting on a stage, a start barrier, a gang, a claim) fire, and resolve.
 package observability_test
 
 import (

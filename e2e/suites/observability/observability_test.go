@@ -26,14 +26,19 @@ import (
 const pvc = `{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
 
 // waiting are JobSets that each wait on something an add-on owns, as long as they exist: a
-// stage (its first ReplicatedJob runs 10 minutes), a gang (its pods fit no node), a claim (of
-// a DeviceClass no device has); and held, which completes at once and whose PVC, deleted on
+// stage (its first ReplicatedJob runs 10 minutes), a start barrier (one of its pods fits no
+// node, the other waits at the barrier), a gang (its pods fit no node), a claim (of a
+// DeviceClass no device has); and held, which completes at once and whose PVC, deleted on
 // completion, stays held by its finished pod.
 func waiting(ns string) []*jobsetv1alpha2.JobSet {
 	rj := func(name string, run string) *addontest.ReplicatedJobWrapper {
 		return addontest.ReplicatedJob(name).Pods(1).PodAnnotation(framework.DelayAnnotationKey, run)
 	}
+	late := rj("late", "1s")
+	late.PodSpec().NodeSelector = map[string]string{"observability-e2e": "no-such-node"}
 	return []*jobsetv1alpha2.JobSet{
+		addontest.JobSet(ns, "barrier").Annotation(contract.StartBarrierAnnotationKey, string(contract.StartBarrierJobSet)).
+			ReplicatedJobs(rj("early", "1s"), late).Obj(),
 		addontest.JobSet(ns, "stage").InOrder().ReplicatedJobs(rj("init", "10m"), rj("node", "1s")).Obj(),
 		addontest.JobSet(ns, "gang").Annotation(contract.SchedulerAnnotationKey, "kubernetes").
 			ReplicatedJobs(rj("w", "1s").Pods(2).Requests("1000", "1Gi")).Obj(),
@@ -97,6 +102,7 @@ func TestObservability(t *testing.T) {
 			{`sum(jobset_addons_webhook_refusals_total{addon="volumeclaims", webhook="jobset"})`, 1},
 			{`sum(jobset_addons_webhook_dry_runs_total{verdict="accepted"})`, 1},
 			{`sum(jobset_addons_jobsets_waiting{addon="sequencer", reason="stage"})`, 1},
+			{`sum(jobset_addons_jobsets_waiting{addon="sequencer", reason="barrier"})`, 1},
 			{`sum(jobset_addons_jobsets_waiting{addon="podgroups", reason="gang"})`, 1},
 			{`sum(jobset_addons_jobsets_waiting{addon="resourceclaims", reason="claim"})`, 1},
 			{`sum(jobset_addons_volumeclaims_held_claims)`, 1},
@@ -159,7 +165,7 @@ func TestObservability(t *testing.T) {
 }
 
 // TestAlertsFireOnWorkload: with their age thresholds cut to 5 s, JobSetWaitingTooLong fires for
-// each reason (stage, gang, claim) and JobSetAddonPVCHeld for the held PVC, and both resolve
+// each reason (stage, barrier, gang, claim) and JobSetAddonPVCHeld for the held PVC, and both resolve
 // once the JobSets are deleted.
 func TestAlertsFireOnWorkload(t *testing.T) {
 	f := framework.NamespacedFeature("alerts on a workload", "waiting and held fire, then resolve", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -169,7 +175,7 @@ func TestAlertsFireOnWorkload(t *testing.T) {
 		expectNoAlerts(ctx, t, "JobSetWaitingTooLong", "JobSetAddonPVCHeld")
 		jss := waiting(ns)
 		framework.CreateAll(ctx, t, c, asObjects(jss)...)
-		for _, reason := range []string{"stage", "gang", "claim"} {
+		for _, reason := range []string{"stage", "barrier", "gang", "claim"} {
 			a := waitAlert(ctx, t, "JobSetWaitingTooLong", map[string]string{"reason": reason}, 2*time.Minute)
 			t.Logf("JobSetWaitingTooLong firing: %v, value %s", a.Labels, a.Value)
 		}
