@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,21 +83,36 @@ func TestStartBarrierTimeout(t *testing.T) {
 		c := framework.Client(t, cfg)
 		js := withBarrier(addontest.JobSet(framework.NamespaceFrom(ctx), "stuck"), contract.StartBarrierJobSet, "4s").
 			ReplicatedJobs(replicated("w", 1, 2, "1s"), heldBack(replicated("never", 1, 1, "1s"), "nowhere")).Obj()
+		// The pods as last seen (every 50 ms): a failed JobSet's pods may be deleted.
+		var mu sync.Mutex
+		last := map[string]corev1.Pod{}
+		stop := framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range pods {
+				last[p.Name] = p
+			}
+		}, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name})
 		framework.CreateAll(ctx, t, c, js)
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetFailed)
-
+		time.Sleep(200 * time.Millisecond)
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
 		var missing string
-		for _, p := range jobSetPods(ctx, t, c, js) {
+		var seen []corev1.Pod
+		for _, p := range last {
+			seen = append(seen, p)
 			if p.Labels[contract.ReplicatedJobNameLabelKey] == "never" {
 				missing = p.Name
 			}
 		}
 		if missing == "" {
-			t.Fatal("the pod that could not be placed is gone")
+			t.Fatal("never's pod was not seen")
 		}
 		want := fmt.Sprintf("1 of 3 pods not at the barrier: %s (not scheduled)", missing)
 		failed := 0
-		for _, p := range jobSetPods(ctx, t, c, js) {
+		for _, p := range seen {
 			if p.Labels[contract.ReplicatedJobNameLabelKey] != "w" {
 				continue
 			}
