@@ -81,6 +81,12 @@ build_all() {
 			>"$out/ko/$c.log" 2>&1) || { cat "$out/ko/$c.log" >&2; return 1; }
 		specs+=("$c=$out/ko/$c,$out/ko/$c-sbom")
 	done
+	# The sequencer's start barrier: its init container's image, from the sequencer's module.
+	(cd "$src/controllers/sequencer" && GOWORK=off KOCACHE=$out/kocache KO_CONFIG_PATH=$ROOT/hack/release/ko.yaml \
+		KO_DEFAULTBASEIMAGE=$base KO_DOCKER_REPO=$REGISTRY/barrier \
+		"$KO" build --bare --push=false --sbom=spdx --sbom-dir "$out/ko/barrier-sbom" --oci-layout-path "$out/ko/barrier" ./barrier \
+		>"$out/ko/barrier.log" 2>&1) || { cat "$out/ko/barrier.log" >&2; return 1; }
+	specs+=("barrier=$out/ko/barrier,$out/ko/barrier-sbom")
 	"$RELEASE_TOOL" images "$out/files/images" "$VERSION" "${specs[@]}" >"$out/files/images.digests"
 
 	# The chart: a copy with every file dated at the commit (helm package keeps file times), the

@@ -1,6 +1,8 @@
 // Command sequencer is the jobset-addons sequencer controller: ReplicatedJobs of a JobSet that
 // start in order (KEP-672 ExecutionPolicy) or once several predecessors are Ready or Complete
-// (fan-in), held back by a pod scheduling gate that it lifts.
+// (fan-in), held back by a pod scheduling gate that it lifts; and start barriers, which hold
+// every main container of a JobSet or stage until all its pods are placed and ready (the
+// barrier's init container is ./barrier).
 package main
 
 import (
@@ -22,11 +24,16 @@ import (
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 func main() {
 	var concurrency, workers int
+	var barrierImage string
+	// The barrier pods' cache, made by Setup: jobset_addons_jobsets_waiting{reason="barrier"}
+	// reads it.
+	var barrierPods client.Reader
 	addon.Main(addon.Options{
 		Name: "sequencer",
 		// A stage of hundreds of pods is released at once: its patches must not queue.
@@ -44,14 +51,26 @@ func main() {
 				}
 			}),
 		},
+		Kinds: controller.Kinds,
+		Waits: func(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
+			waits, err := controller.Waits(ctx, c)
+			if err != nil || barrierPods == nil {
+				return waits, err
+			}
+			atBarrier, err := controller.BarrierWaits(ctx, barrierPods)
+			return append(waits, atBarrier...), err
+		},
+		WaitReasons:        []string{controller.WaitReason, controller.BarrierReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&concurrency, "concurrent-reconciles", 50, "JobSets reconciled at once (a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others)")
-			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases at once")
+			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases (or tells their start barrier) at once")
+			fs.StringVar(&barrierImage, "barrier-image", "ghcr.io/jobset-addons/barrier:"+version.String(),
+				"Image of the start barrier's init container, which the webhook adds to JobSets with the "+contract.StartBarrierAnnotationKey+" annotation (the chart pins it by digest)")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr); err != nil {
+			if err := webhook.Register(mgr, barrierImage); err != nil {
 				return err
 			}
 			if err := controller.IndexFields(ctx, mgr); err != nil {
@@ -63,7 +82,22 @@ func main() {
 				Clock:    clock.RealClock{},
 				Workers:  workers,
 			}
-			return r.SetupWithManager(mgr, concurrency)
+			if err := r.SetupWithManager(mgr, concurrency); err != nil {
+				return err
+			}
+			pods, err := controller.BarrierPodCache(mgr)
+			if err != nil {
+				return err
+			}
+			barrierPods = pods // before the metrics server starts: Setup runs before the manager
+			b := &controller.BarrierReconciler{
+				Client:   mgr.GetClient(),
+				Pods:     pods,
+				Recorder: addon.EventRecorder(mgr, "sequencer.jobset-addons.io"),
+				Clock:    clock.RealClock{},
+				Workers:  workers,
+			}
+			return b.SetupWithManager(mgr, pods, concurrency)
 		},
 	})
 }

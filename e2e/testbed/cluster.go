@@ -157,7 +157,7 @@ func yamlDocs(docs []any) ([]byte, error) {
 	return out, nil
 }
 
-// kwokStages are kwok's own fast stages, but a Job's pod runs for podDuration (or its
+// kwokStages are kwok's own fast stages and the start barrier's (barrierStages), but a Job's pod runs for podDuration (or its
 // annotation's delay) before it completes. It fails instead (exit code 1) when
 // FailAnnotationKey is "true", or when FailFirstAttemptAnnotationKey is "true" and the pod
 // belongs to the JobSet's first attempt (restart-attempt 0), so that a restart succeeds.
@@ -168,8 +168,14 @@ func kwokStages(podDuration time.Duration) ([]any, error) {
 		if err := yaml.Unmarshal([]byte(raw), &s); err != nil {
 			return nil, fmt.Errorf("kwok stage: %w", err)
 		}
+		if raw == podfast.DefaultPodReady {
+			if err := holdAtBarrier(s); err != nil {
+				return nil, err
+			}
+		}
 		stages = append(stages, s)
 	}
+	stages = append(stages, barrierStages()...)
 	annotation := func(key string) string { return `.metadata.annotations["` + key + `"]` }
 	attempt := `.metadata.labels["jobset.sigs.k8s.io/restart-attempt"]`
 	absent := func(key string) map[string]any { return map[string]any{"key": key, "operator": "DoesNotExist"} }

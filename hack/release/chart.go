@@ -26,7 +26,7 @@ func readDigests(file, version string) (map[string]string, error) {
 			out[name] = d
 		}
 	}
-	for _, a := range addons {
+	for _, a := range images {
 		if out[a] == "" {
 			return nil, fmt.Errorf("%s: no digest of %s:%s", file, a, version)
 		}

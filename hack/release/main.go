@@ -18,8 +18,15 @@ import (
 	"os"
 )
 
-// addons are the images a release holds, in the order it builds and lists them.
+// addons are the controllers a release holds, in the order it builds and lists them.
 var addons = []string{"volumeclaims", "resourceclaims", "sequencer", "podgroups"}
+
+// barrier is the image of the sequencer's start barrier (controllers/sequencer/barrier), which
+// the sequencer is given as --barrier-image (chart value barrier.image).
+const barrier = "barrier"
+
+// images are every image a release holds: the controllers' and the barrier's.
+var images = append(addons[:len(addons):len(addons)], barrier)
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {

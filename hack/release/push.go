@@ -94,7 +94,7 @@ func checkRender(render, registryPrefix, version, digestsFile string) error {
 	if err != nil {
 		return err
 	}
-	images := map[string]string{}
+	running := map[string]string{} // image by add-on, and the barrier's
 	for _, part := range bytes.Split(data, []byte("\n---")) {
 		var d struct {
 			Kind     string `json:"kind"`
@@ -105,7 +105,8 @@ func checkRender(render, registryPrefix, version, digestsFile string) error {
 				Template struct {
 					Spec struct {
 						Containers []struct {
-							Image string `json:"image"`
+							Image string   `json:"image"`
+							Args  []string `json:"args"`
 						} `json:"containers"`
 					} `json:"spec"`
 				} `json:"template"`
@@ -115,14 +116,20 @@ func checkRender(render, registryPrefix, version, digestsFile string) error {
 			return err
 		}
 		if d.Kind == "Deployment" && len(d.Spec.Template.Spec.Containers) > 0 {
-			images[d.Metadata.Labels["app.kubernetes.io/component"]] = d.Spec.Template.Spec.Containers[0].Image
+			c := d.Spec.Template.Spec.Containers[0]
+			running[d.Metadata.Labels["app.kubernetes.io/component"]] = c.Image
+			for _, arg := range c.Args {
+				if image, ok := strings.CutPrefix(arg, "--barrier-image="); ok {
+					running[barrier] = image
+				}
+			}
 		}
 	}
 	var problems []string
-	for _, a := range addons {
+	for _, a := range images {
 		want := fmt.Sprintf("%s/%s:%s@%s", registryPrefix, a, version, digests[a])
-		if images[a] != want {
-			problems = append(problems, fmt.Sprintf("%s: the render runs %q, want %q", a, images[a], want))
+		if running[a] != want {
+			problems = append(problems, fmt.Sprintf("%s: the render runs %q, want %q", a, running[a], want))
 			continue
 		}
 		if err := resolves(want, registryPrefix+"/"+a); err != nil {

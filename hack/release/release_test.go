@@ -27,7 +27,7 @@ const chartValues = "../../charts/jobset-addons/values.yaml"
 
 func testDigests() map[string]string {
 	d := map[string]string{}
-	for i, a := range addons {
+	for i, a := range images {
 		d[a] = "sha256:" + strings.Repeat(string(rune('a'+i)), 64)
 	}
 	return d
@@ -45,7 +45,7 @@ func TestPinValues(t *testing.T) {
 	if err := yaml.Unmarshal(pinned, &all); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range addons {
+	for _, a := range images {
 		var got struct {
 			Image struct{ Repository, Tag, Digest, PullPolicy string }
 		}
@@ -283,14 +283,14 @@ func mustRead(t *testing.T, file string) []byte {
 	return data
 }
 
-// TestPushAndCheckRender: a dist/ of four two-platform indexes with their SBOMs (the base image
+// TestPushAndCheckRender: a dist/ of five two-platform indexes (the add-ons' and the barrier's) with their SBOMs (the base image
 // standing in for ko's builds), pushed to an in-memory registry, passes checkRender with the
 // digests of dist/; a render with another digest, or pointing at a registry that does not hold
 // them, fails it.
 func TestPushAndCheckRender(t *testing.T) {
 	dir := t.TempDir()
 	var specs []string
-	for _, a := range addons {
+	for _, a := range images {
 		base, err := baseIndex()
 		if err != nil {
 			t.Fatal(err)
@@ -322,8 +322,8 @@ func TestPushAndCheckRender(t *testing.T) {
 	if err := os.WriteFile(digestsFile, lines.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(lines.String(), "\n"); n != 16 {
-		t.Errorf("%d manifests in dist/images, want 16 (4 indexes, 12 SBOMs):\n%s", n, lines.String())
+	if n := strings.Count(lines.String(), "\n"); n != 20 {
+		t.Errorf("%d manifests in dist/images, want 20 (5 indexes, 15 SBOMs):\n%s", n, lines.String())
 	}
 	digests, err := readDigests(digestsFile, "v0.2.0")
 	if err != nil {
@@ -345,6 +345,9 @@ func TestPushAndCheckRender(t *testing.T) {
 		var b strings.Builder
 		for _, a := range addons {
 			fmt.Fprintf(&b, "---\nkind: Deployment\nmetadata:\n  labels:\n    app.kubernetes.io/component: %s\nspec:\n  template:\n    spec:\n      containers:\n      - image: %s/%s:v0.2.0@%s\n", a, registry, a, digests[a])
+			if a == "sequencer" {
+				fmt.Fprintf(&b, "        args:\n        - --barrier-image=%s/barrier:v0.2.0@%s\n", registry, digests[barrier])
+			}
 		}
 		file := filepath.Join(dir, fmt.Sprintf("render-%d.yaml", len(digests)+len(registry)))
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
@@ -362,6 +365,15 @@ func TestPushAndCheckRender(t *testing.T) {
 	tampered["sequencer"] = "sha256:" + strings.Repeat("0", 64)
 	if err := checkRender(render(reg, tampered), reg, "v0.2.0", digestsFile); err == nil || !strings.Contains(err.Error(), "sequencer: the render runs") {
 		t.Errorf("a render with another digest: err = %v, want sequencer named", err)
+	}
+	tampered = map[string]string{barrier: "sha256:" + strings.Repeat("1", 64)}
+	for k, v := range digests {
+		if k != barrier {
+			tampered[k] = v
+		}
+	}
+	if err := checkRender(render(reg, tampered), reg, "v0.2.0", digestsFile); err == nil || !strings.Contains(err.Error(), "barrier: the render runs") {
+		t.Errorf("a render with another barrier digest: err = %v, want barrier named", err)
 	}
 	other := strings.TrimPrefix(srv.URL, "http://") + "/elsewhere"
 	if err := checkRender(render(other, digests), other, "v0.2.0", digestsFile); err == nil || !strings.Contains(err.Error(), "does not resolve") {

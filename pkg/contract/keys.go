@@ -184,6 +184,38 @@ const (
 	// JobSet webhook on the pod templates it gates, so that the controller watches only those pods.
 	// The controller removes it from a pod with the gate, so that it caches only those still gated.
 	SequencerGatedLabelKey = "sequencer." + Domain + "/gated"
+
+	// StartBarrierAnnotationKey is a JobSet annotation, written by the user: no main container of
+	// the JobSet (StartBarrierJobSet) or of each of its stages (StartBarrierStage) starts until
+	// every pod of it waits at the barrier, bound and with its earlier init containers done.
+	// Parse it with ParseStartBarrier.
+	StartBarrierAnnotationKey = "sequencer." + Domain + "/start-barrier"
+
+	// StartBarrierTimeoutAnnotationKey is a JobSet annotation, written by the user: how long (a Go
+	// duration, DefaultStartBarrierTimeout when absent) a barrier may stay closed after its first
+	// pod reached it; then its waiting pods fail with the names of the pods still missing. Parse
+	// it with ParseStartBarrierTimeout.
+	StartBarrierTimeoutAnnotationKey = "sequencer." + Domain + "/start-barrier-timeout"
+
+	// StartBarrierOpenedAnnotationKey is a JobSet annotation written by the sequencer controller
+	// (users read it, never write it): the barriers it opened in the current restart attempt, as
+	// JSON such as {"restartAttempt":0,"groups":["stage-0"]} (BarriersOpened). A pod of an opened
+	// barrier, a new one too, is opened at once.
+	StartBarrierOpenedAnnotationKey = "sequencer." + Domain + "/start-barrier-opened"
+
+	// StartBarrierLabelKey is a pod-template label (value EnabledValue), written by the sequencer
+	// JobSet webhook on every pod template it adds the barrier to, so that the controller watches
+	// only those pods.
+	StartBarrierLabelKey = "sequencer." + Domain + "/barrier"
+
+	// StartBarrierStateAnnotationKey is a pod annotation written by the sequencer controller: absent
+	// while the pod waits, StartBarrierOpen once its barrier opened, StartBarrierFailedPrefix and
+	// the reason when it timed out. The barrier init container reads it from a downwardAPI volume.
+	StartBarrierStateAnnotationKey = "sequencer." + Domain + "/barrier-state"
+
+	// StartBarrierContainerName is the name of the init container, and of its downwardAPI volume,
+	// that the sequencer JobSet webhook appends after the user's init containers.
+	StartBarrierContainerName = "jobset-addons-start-barrier"
 )
 
 // podgroups.

@@ -163,29 +163,39 @@ func (r Released) String() string {
 // value is refused.
 func ParseReleased(value string, path *field.Path) (Released, field.ErrorList) {
 	var r *Released
-	decodeErrs := decodeStrict(value, path, &r)
+	errs := parseAttemptList(value, path, &r, "replicatedJobs", "the name of a ReplicatedJob",
+		func(r *Released) (int32, []string) { return r.RestartAttempt, r.ReplicatedJobs })
+	if len(errs) > 0 {
+		return Released{}, errs
+	}
+	return *r, nil
+}
+
+// parseAttemptList decodes value strictly into *out, an object of a restart attempt and a list
+// of names under listField (read by fields), and checks them: the object present, the attempt
+// not negative, the names (what they are: what) given and not repeated.
+func parseAttemptList[T any](value string, path *field.Path, out **T, listField, what string, fields func(*T) (int32, []string)) field.ErrorList {
+	decodeErrs := decodeStrict(value, path, out)
 	var errs field.ErrorList
-	if len(decodeErrs) == 0 && r == nil {
-		errs = append(errs, field.Required(path, "must be an object {restartAttempt, replicatedJobs}"))
+	if len(decodeErrs) == 0 && *out == nil {
+		errs = append(errs, field.Required(path, "must be an object {restartAttempt, "+listField+"}"))
 	}
-	if r == nil {
-		r = &Released{}
+	if *out == nil {
+		*out = new(T)
 	}
-	if r.RestartAttempt < 0 {
-		errs = append(errs, field.Invalid(path.Child("restartAttempt"), r.RestartAttempt, "must not be negative"))
+	attempt, names := fields(*out)
+	if attempt < 0 {
+		errs = append(errs, field.Invalid(path.Child("restartAttempt"), attempt, "must not be negative"))
 	}
 	seen := map[string]bool{}
-	for i, name := range r.ReplicatedJobs {
-		p := path.Child("replicatedJobs").Index(i)
+	for i, name := range names {
+		p := path.Child(listField).Index(i)
 		if name == "" {
-			errs = append(errs, field.Required(p, "the name of a ReplicatedJob"))
+			errs = append(errs, field.Required(p, what))
 		} else if seen[name] {
 			errs = append(errs, field.Duplicate(p, name))
 		}
 		seen[name] = true
 	}
-	if errs = joinErrors(decodeErrs, errs); len(errs) > 0 {
-		return Released{}, errs
-	}
-	return *r, nil
+	return joinErrors(decodeErrs, errs)
 }

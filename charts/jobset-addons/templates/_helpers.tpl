@@ -147,6 +147,9 @@ labels:
 {{- with include "jobset-addons.featureGates" . }}
 - --feature-gates={{ . }}
 {{- end }}
+{{- if eq .name "sequencer" }}
+- --barrier-image={{ include "jobset-addons.image" (dict "values" .root.Values.barrier "root" .root) }}
+{{- end }}
 {{- if eq .name "podgroups" }}
 {{- with .root.Values.gangSchedulers }}
 - --volcano-scheduler-name={{ .volcano.schedulerName }}

@@ -102,7 +102,7 @@ sequencer:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-sequencer
-          expression: "(has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))"
+          expression: "(has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))"
   validating:
     - name: vjobset.sequencer.jobset-addons.io
       path: /validate-jobset-x-k8s-io-v1alpha2-jobset
@@ -113,7 +113,7 @@ sequencer:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-sequencer
-          expression: "((has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))) || (oldObject != null && ((has(oldObject.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in oldObject.metadata.annotations)) || (has(oldObject.spec.replicatedJobs) && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))))"
+          expression: "((has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))) || (oldObject != null && ((has(oldObject.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in oldObject.metadata.annotations)) || (has(oldObject.spec.replicatedJobs) && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))))"
 podgroups:
   mutating:
     - name: mjob.podgroups.jobset-addons.io

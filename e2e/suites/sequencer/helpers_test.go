@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -302,5 +304,62 @@ func expectEvents(ctx context.Context, t *testing.T, c client.Client, js *jobset
 		if !slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, w) }) {
 			t.Errorf("StageReleased events %q: none says %q", got, w)
 		}
+	}
+}
+
+// sequencerKiller kills the testbed's sequencer (SIGKILL) and starts it again.
+type sequencerKiller struct {
+	ctx     context.Context
+	c       client.Client
+	tb      framework.Config
+	killed  string // the holder of the Lease when it was killed
+	running bool
+}
+
+func newSequencerKiller(ctx context.Context, t *testing.T, c client.Client) *sequencerKiller {
+	t.Helper()
+	tb, err := framework.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sequencerKiller{ctx: ctx, c: c, tb: tb, running: true}
+}
+
+func (k *sequencerKiller) leader(t *testing.T) string {
+	t.Helper()
+	var lease coordinationv1.Lease
+	if err := k.c.Get(k.ctx, client.ObjectKey{Namespace: framework.AddonNamespace, Name: "sequencer.jobset-addons.io"}, &lease); err != nil {
+		t.Fatalf("the sequencer's lease: %v", err)
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// stop kills the sequencer.
+func (k *sequencerKiller) stop(t *testing.T) {
+	t.Helper()
+	k.killed = k.leader(t)
+	if err := framework.KillAddon(k.tb, addonName); err != nil {
+		t.Fatalf("killing the sequencer: %v", err)
+	}
+	k.running = false
+}
+
+// start starts the sequencer again and waits until it leads.
+func (k *sequencerKiller) start(t *testing.T) {
+	t.Helper()
+	if err := framework.StartAddon(k.ctx, k.tb, addonName, func(ctx context.Context) error { return probe(ctx, k.c) }, addonArgs...); err != nil {
+		t.Fatalf("starting the sequencer: %v", err)
+	}
+	k.running = true
+	framework.Eventually(k.ctx, t, 30*time.Second, "the new sequencer leads", func(context.Context) (bool, string, error) {
+		h := k.leader(t)
+		return h != "" && h != k.killed, h, nil
+	})
+}
+
+// restore starts the sequencer if a test left it stopped, for the next tests.
+func (k *sequencerKiller) restore(t *testing.T) {
+	if !k.running {
+		k.start(t)
 	}
 }

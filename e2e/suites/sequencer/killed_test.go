@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -25,41 +23,9 @@ func TestSequencerKilled(t *testing.T) {
 	framework.NeedsLocalAddon(t)
 	f := framework.NamespacedFeature("the sequencer killed mid-sequence", "it comes back and finishes, never early", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
-		tb, err := framework.DefaultConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		leader := func() string {
-			var lease coordinationv1.Lease
-			if err := c.Get(ctx, client.ObjectKey{Namespace: framework.AddonNamespace, Name: "sequencer.jobset-addons.io"}, &lease); err != nil {
-				t.Fatalf("the sequencer's lease: %v", err)
-			}
-			return ptr.Deref(lease.Spec.HolderIdentity, "")
-		}
-		var killed string
-		stop := func() {
-			t.Helper()
-			killed = leader()
-			if err := framework.KillAddon(tb, addonName); err != nil {
-				t.Fatalf("killing the sequencer: %v", err)
-			}
-		}
-		// start starts the sequencer again and waits until it leads.
-		start := func() {
-			t.Helper()
-			if err := framework.StartAddon(ctx, tb, addonName, func(ctx context.Context) error { return probe(ctx, c) }, addonArgs...); err != nil {
-				t.Fatalf("starting the sequencer: %v", err)
-			}
-			framework.Eventually(ctx, t, 30*time.Second, "the new sequencer leads", func(context.Context) (bool, string, error) {
-				h := leader()
-				return h != "" && h != killed, h, nil
-			})
-		}
-		defer func() {
-			if t.Failed() {
-				start() // leave the sequencer running for the next tests
-			}
-		}()
+		k := newSequencerKiller(ctx, t, c)
+		stop, start := func() { t.Helper(); k.stop(t) }, func() { t.Helper(); k.start(t) }
+		defer k.restore(t) // leave the sequencer running for the next tests
 
 		js := addontest.JobSet(framework.NamespaceFrom(ctx), "killed").InOrder().
 			ReplicatedJobs(replicated("a", 1, 1, "15s"), replicated("b", 2, 1, "4s"), replicated("c", 1, 1, "1s")).Obj()

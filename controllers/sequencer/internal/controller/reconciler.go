@@ -13,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -83,7 +82,7 @@ var ByJobSet = jobsets.IndexByName
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && sequence.Uses(js)
+		return ok && sequence.Sequences(js)
 	})
 	gatedPod := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
@@ -107,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !ok || !sequence.Uses(js) {
+	if !ok || !sequence.Sequences(js) {
 		if js != nil {
 			r.warned.Forget(js.UID)
 		}
@@ -159,6 +158,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if annErr == nil {
 		for _, s := range d.newly {
+			if podErr == nil {
+				observeHandoff(s, doneAt(jobs.Items, attempt, s.DependsOn, start), r.Clock.Now())
+			}
 			status := strictest(s.DependsOn)
 			for _, name := range s.ReplicatedJobs {
 				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
@@ -292,34 +294,17 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	if len(todo) == 0 {
 		return nil
 	}
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, max(r.Workers, 1))
-	var wg sync.WaitGroup
-	for _, p := range todo {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			before := metav1.ObjectMeta{UID: p.UID, ResourceVersion: p.ResourceVersion} // the patch answers into p
-			err := r.Client.Patch(ctx, p, gateRemoval)
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			if err != nil {
-				reconcileErrors.WithLabelValues("patch-pod").Inc()
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("releasing pod %s: %w", p.Name, err))
-				mu.Unlock()
-				return
-			}
-			r.releasedTracker().Wrote(&before)
-			podsReleased.Inc()
-		}()
-	}
-	wg.Wait()
-	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo)-len(errs), "failed", len(errs))
-	return errors.Join(errs...)
+	err := patchPods(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), func(err error) {
+		if err != nil {
+			reconcileErrors.WithLabelValues("patch-pod").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
+			return
+		}
+		podsReleased.Inc()
+		addon.CountObject("Pod", addon.ActionUpdated, 1)
+	})
+	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo))
+	return err
 }
 
 // releasedTracker is r.released, made on first use.

@@ -13,9 +13,15 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// Uses tells whether the JobSet carries any sequencer annotation: the execution-policy or
-// wait-for annotation, or a depends-on annotation on a ReplicatedJob.
+// Uses tells whether the JobSet carries any sequencer annotation: the execution-policy, wait-for
+// or start-barrier annotation, or a depends-on annotation on a ReplicatedJob.
 func Uses(js *jobsetv1alpha2.JobSet) bool {
+	return Sequences(js) || UsesBarrier(js)
+}
+
+// Sequences tells whether the JobSet carries a sequencing annotation: the execution-policy or
+// wait-for annotation, or a depends-on annotation on a ReplicatedJob.
+func Sequences(js *jobsetv1alpha2.JobSet) bool {
 	if _, ok := js.Annotations[contract.ExecutionPolicyAnnotationKey]; ok {
 		return true
 	}

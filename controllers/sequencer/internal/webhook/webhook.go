@@ -21,13 +21,16 @@ import (
 
 // Register serves the two webhooks on mgr's webhook server (at addon.MutateJobSetPath and
 // addon.ValidateJobSetPath). The manager's scheme must know the JobSet types.
-func Register(mgr ctrl.Manager) error {
-	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{})
+func Register(mgr ctrl.Manager, barrierImage string) error {
+	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{BarrierImage: barrierImage})
 }
 
 // JobSetWebhook gates and validates JobSets that use the sequencer annotations. It makes no API
 // calls: everything it needs is in the JobSet.
-type JobSetWebhook struct{}
+type JobSetWebhook struct {
+	// BarrierImage is the image of the start barrier's init container.
+	BarrierImage string
+}
 
 var (
 	_ admission.Defaulter[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
@@ -41,7 +44,10 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
 		return nil
 	}
-	if !sequence.Uses(js) {
+	if b, ok, errs := sequence.ReadBarrier(js); ok && len(errs) == 0 {
+		sequence.InjectBarrier(js, w.BarrierImage, b.Timeout)
+	}
+	if !sequence.Sequences(js) {
 		return nil
 	}
 	stages, errs := sequence.Stages(js)
@@ -79,24 +85,27 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 // ValidateCreate is every problem of a new JobSet's sequencing: what contract.Stages refuses
 // (bad values, unknown names, self-dependencies, cycles, execution-policy with depends-on,
 // depends-on beside upstream dependsOn, sequencer annotations with startupPolicy InOrder), and
-// a released annotation, which only the controller writes.
+// a released or start-barrier-opened annotation, which only the controller writes, and what
+// sequence.ValidateBarrier refuses of a start barrier.
 func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 	if !sequence.Uses(js) {
 		return nil
 	}
 	_, errs := sequence.Stages(js)
-	if _, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
-		errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(contract.ReleasedAnnotationKey),
-			"is written by the sequencer controller and may not be set on a new JobSet"))
+	for _, key := range []string{contract.ReleasedAnnotationKey, contract.StartBarrierOpenedAnnotationKey} {
+		if _, ok := js.Annotations[key]; ok {
+			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key),
+				"is written by the sequencer controller and may not be set on a new JobSet"))
+		}
 	}
-	return errs
+	return append(errs, sequence.ValidateBarrier(js)...)
 }
 
-// ValidateUpdate refuses any change to the execution-policy, wait-for and depends-on
-// annotations.
+// ValidateUpdate refuses any change to the execution-policy, wait-for, depends-on,
+// start-barrier and start-barrier-timeout annotations.
 func ValidateUpdate(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey} {
+	for _, key := range []string{contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey, contract.StartBarrierAnnotationKey, contract.StartBarrierTimeoutAnnotationKey} {
 		if changed(oldJS.Annotations, newJS.Annotations, key) {
 			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key), "is immutable"))
 		}

@@ -34,7 +34,7 @@ var imported = map[string]string{
 var valueTypes = []string{
 	"VolumeClaimPolicy", "VolumeRetentionPolicy", "RetentionPolicyType",
 	"ResourceClaimTemplate",
-	"ExecutionPolicy", "DependencyStatus", "Dependency", "Released",
+	"ExecutionPolicy", "DependencyStatus", "Dependency", "Released", "StartBarrier", "BarriersOpened",
 	"Scheduler", "NetworkTopology", "NetworkTopologyMode",
 }
 
