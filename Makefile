@@ -217,12 +217,14 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
+# Where the observability suite finds prometheus and promtool.
+export PROMETHEUS_BIN_DIR := $(PROMETHEUS_DIR)
 
 # Releases (docs/releasing.md): make release VERSION=vX.Y.Z writes dist/, with no Docker.
 RELEASE_TOOL := $(BIN)/release
@@ -297,8 +299,8 @@ unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## Unit and integration tests of e
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/...
 
 .PHONY: e2e
-e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
+e2e: testbed-bins kueue-bins trainer-bins prometheus-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
@@ -320,6 +322,14 @@ JOBSET_GATES_FULL_TESTS := TestElasticBackends|TestElasticRetention|TestRestartJ
 .PHONY: e2e-gates
 e2e-gates: testbed-bins build ## JobSet's alpha gates (ElasticJobSet, InPlaceRestart, RestartJob) beside the four add-ons, every case: each backend's gang following a scale, removed indexes' PVCs deleted on completion, RestartJob with a retained claim
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/gates/ 2>&1 | $(ROOT)/hack/test-summary.sh
+
+# Observability (e2e/suites/observability): a real Prometheus scrapes the four add-ons on the
+# testbed and evaluates the chart's dashboard queries and alerts. make e2e leaves out
+# OBSERVABILITY_FULL_TESTS (go test -skip); make e2e-observability runs all.
+OBSERVABILITY_FULL_TESTS := TestAlertsFireOnWorkload
+.PHONY: e2e-observability
+e2e-observability: testbed-bins prometheus-bins build ## A real Prometheus $(PROMETHEUS_VERSION) scrapes the four add-ons while JobSets run: every dashboard query and alert expression returns series, promtool checks rules and /metrics, alerts fire (an add-on stopped, a PVC held, JobSets waiting)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/observability/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs), Kubeflow Trainer $(TRAINER_VERSION), then make e2e-upstream
@@ -367,12 +377,16 @@ kind-image: $(KIND_NODE_BINS) ## The kind node image for Kubernetes $(KUBE_VERSI
 kind-images: $(KO) ## Every image a kind cluster loads (add-ons, JobSet, DRA driver, coscheduling, workload), into the Docker engine
 	hack/kind/images.sh $(KO) $$(hack/kind/rootfs.sh)
 
+# The kind suite's full cases, which make test leaves out (KIND_REDUCED=1): the distributed-start
+# stories (jobset #971, issue 35); make test keeps their reduced case, TestStartBarrierLinesUpStarts
+# (the start barrier lines up a late pod's rendezvous, across nodes, through JobSet DNS names).
+KIND_FULL_TESTS := TestRendezvousAcrossNodes|TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout
 .PHONY: e2e-kind
-e2e-kind: ## e2e on a kind cluster of real containers with the chart installed (KIND_NODE_IMAGE to use another node image); says SKIPPED without Docker
+e2e-kind: ## e2e on a kind cluster of real containers with the chart installed (KIND_NODE_IMAGE to use another node image; KIND_REDUCED=1: without the full distributed-start cases, as make test runs it); says SKIPPED without Docker
 	@if ! docker info >/dev/null 2>&1; then \
 		echo "e2e-kind: SKIPPED, not passed: no Docker engine answers ('docker info' fails), so no kind cluster; nothing was built, installed or tested"; \
 	else $(MAKE) --no-print-directory kind-up-deps && \
-		cd e2e && $(KIND_ENV) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 30m -v ./suites/kind/ 2>&1 | $(ROOT)/hack/test-summary.sh; fi
+		cd e2e && $(KIND_ENV) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 30m -v $(if $(KIND_REDUCED),-skip '^($(KIND_FULL_TESTS))$$') ./suites/kind/ 2>&1 | $(ROOT)/hack/test-summary.sh; fi
 
 # The kind suite against a release pulled from a registry (make release-check sets KIND_REGISTRY,
 # KIND_CHART, KIND_CHART_VERSION): the add-on pods, and one JobSet per add-on on real pods.

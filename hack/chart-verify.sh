@@ -162,6 +162,10 @@ priorityClassName: system-cluster-critical|--set priorityClassName=system-cluste
 disktype: ssd|--set volumeclaims.nodeSelector.disktype=ssd
 cpu: 200m|--set volumeclaims.resources.requests.cpu=200m
 cert-manager.io/v1|--set certManagement.mode=cert-manager
+interval: 10s|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=10s
+release: prom|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom
+role: alerts|--set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.labels.role=alerts
+namespace: monitoring|--set metrics.dashboard.enabled=true --set metrics.dashboard.namespace=monitoring
 EOF
 if ((values_failed == 0)); then
 	pass values "$values_ok value settings reach the manifests"
@@ -205,6 +209,11 @@ done <<'EOF'
 --set volumeclaims.extraArgs[0]=1
 --set volumeclaims.nodeSelector.zone=1
 --set leaderElection.enabled=false --set podgroups.replicas=2
+--set metrics.serviceMonitor.enabled=yes
+--set metrics.serviceMonitor.interval=often
+--set metrics.prometheusRule.labels.n=1
+--set metrics.dashboard.unknown=true
+--set metrics.unknown=true
 EOF
 if ((${#accepted[@]} == 0)); then
 	pass schema "$refused invalid value settings refused"
@@ -267,6 +276,7 @@ if template "$CHART" --set metrics.serviceMonitor.enabled=true --set metrics.pro
 fi
 rm -f "$LOG.none"
 if ((mon_failed == 0)); then
+	: >"$LOG"
 	pass monitoring "$mon_renders renders of the 8 monitoring toggle combinations in $MON: ServiceMonitors, PrometheusRule, dashboard ConfigMap and scrape annotations exactly as toggled"
 else
 	fail monitoring "$mon_failed monitoring renders are wrong"

@@ -39,8 +39,8 @@ make --no-print-directory e2e-gate-off
 step "make e2e-multicluster (reduced)"
 make --no-print-directory e2e-multicluster MULTICLUSTER_REDUCED=1
 
-step "make e2e-kind"
-make --no-print-directory e2e-kind
+step "make e2e-kind (reduced)"
+make --no-print-directory e2e-kind KIND_REDUCED=1
 
 if [[ $(tracked) != "$before" ]]; then
 	echo "make test changed tracked files (none may change when the README's commands run):"

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ const (
 	Release = "jsa"
 	// WorkloadImage is the image of test pods: busybox, never pulled.
 	WorkloadImage = "kind.local/busybox:e2e"
+	// RendezvousImage is e2e/kindbed/images/rendezvous: a distributed framework's first step.
+	RendezvousImage = "kind.local/rendezvous:e2e"
+	// CoreDNSImage is CoreDNS (tools/coredns), the cluster's DNS on the offline node image.
+	CoreDNSImage = "kind.local/coredns:e2e"
 	// DeviceClass is the DRA driver's DeviceClass (e2e/kindbed/images/dra-driver).
 	DeviceClass = "gpu.e2e.jobset-addons.io"
 	// CoschedulingSchedulerName is the in-cluster scheduler-plugins scheduler.
@@ -46,7 +51,7 @@ const (
 )
 
 // Images loaded into every cluster after it is up (hack/kind/images.sh builds them).
-var Images = append([]string{"kind.local/dra-driver:e2e", "kind.local/scheduler-plugins:e2e", WorkloadImage, JobSetImage}, AddonImages...)
+var Images = append([]string{"kind.local/dra-driver:e2e", "kind.local/scheduler-plugins:e2e", WorkloadImage, RendezvousImage, CoreDNSImage, JobSetImage}, AddonImages...)
 
 // AddonImages are the add-ons' images built here (hack/kind/values.yaml runs them).
 var AddonImages = []string{
@@ -70,8 +75,11 @@ type Config struct {
 	// JobSetSource and SchedulerPluginsSource are the module directories whose config/ hold
 	// JobSet's manifests and scheduler-plugins' CRDs.
 	JobSetSource, SchedulerPluginsSource string
-	// WorkDir holds the kind config, the kubeconfig and the docker wrapper.
+	// WorkDir holds the kind config, the kubeconfig, the docker wrapper and the nodes' shared
+	// volume directory.
 	WorkDir string
+	// Workers is the number of worker nodes beside the control plane (KIND_WORKERS, default 2).
+	Workers int
 	// A release to install instead of the images built here (all empty: none). Registry is
 	// the registry's name in the release's image references (localhost:PORT, served on the
 	// host on every address); Chart the chart's oci:// reference, ChartVersion its version.
@@ -96,6 +104,12 @@ func DefaultConfig() (Config, error) {
 		JobSetSource: os.Getenv("JOBSET_SRC"), SchedulerPluginsSource: os.Getenv("SCHEDPLUGINS_SRC"),
 		WorkDir:  filepath.Join(root, "bin", "kind"),
 		Registry: os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
+	}
+	c.Workers = 2
+	if v := os.Getenv("KIND_WORKERS"); v != "" {
+		if c.Workers, err = strconv.Atoi(v); err != nil || c.Workers < 0 {
+			return c, fmt.Errorf("KIND_WORKERS=%q: want a number of worker nodes", v)
+		}
 	}
 	if (c.Registry == "") != (c.Chart == "") || (c.Chart == "") != (c.ChartVersion == "") {
 		return c, errors.New("KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION go together (make release-check sets them)")
@@ -136,7 +150,7 @@ func (c Config) Kubeconfig() string { return filepath.Join(c.WorkDir, c.Name+".k
 // installs everything; it returns once every add-on, JobSet, the gang scheduler and the DRA
 // driver are ready.
 func Up(ctx context.Context, c Config, log func(string, ...any)) (*kind.Cluster, error) {
-	if err := os.MkdirAll(c.WorkDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.volumesDir(), 0o755); err != nil {
 		return nil, err
 	}
 	host, err := probeHost(ctx, c)
@@ -179,6 +193,15 @@ func Up(ctx context.Context, c Config, log func(string, ...any)) (*kind.Cluster,
 	}
 	log("%d images loaded in %s", len(c.images()), time.Since(start).Round(100*time.Millisecond))
 
+	if c.Offline() {
+		start = time.Now()
+		nodes, err := c.podNetwork(ctx)
+		if err != nil {
+			return nil, err
+		}
+		log("pod network across %d nodes in %s: %s", len(nodes), time.Since(start).Round(100*time.Millisecond), nodes)
+	}
+
 	start = time.Now()
 	if err := install(ctx, c); err != nil {
 		return nil, err
@@ -210,7 +233,7 @@ func (c Config) mirrorRegistry(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("KIND_REGISTRY=%q: want localhost:PORT: %w", c.Registry, err)
 	}
-	route, err := c.Exec(ctx, "ip", "-4", "route", "show", "default")
+	route, err := c.Exec(ctx, c.Name+"-control-plane", "ip", "-4", "route", "show", "default")
 	if err != nil {
 		return "", err
 	}
@@ -221,8 +244,14 @@ func (c Config) mirrorRegistry(ctx context.Context) (string, error) {
 	addr := "http://" + net.JoinHostPort(f[2], port)
 	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+c.Registry, addr)
 	dir := "/etc/containerd/certs.d/" + c.Registry
-	if _, err := c.run(ctx, []byte(hosts), "docker", "exec", "-i", c.Name+"-control-plane", "sh", "-c", "mkdir -p '"+dir+"' && cat >'"+dir+"/hosts.toml'"); err != nil {
+	nodes, err := c.NodeNames(ctx)
+	if err != nil {
 		return "", err
+	}
+	for _, n := range nodes {
+		if _, err := c.run(ctx, []byte(hosts), "docker", "exec", "-i", n, "sh", "-c", "mkdir -p '"+dir+"' && cat >'"+dir+"/hosts.toml'"); err != nil {
+			return "", err
+		}
 	}
 	return addr, nil
 }
@@ -248,6 +277,17 @@ func install(ctx context.Context, c Config) error {
 			return err
 		}
 	}
+	waits := [][]string{
+		{"-n", JobSetNamespace, "rollout", "status", "deploy/jobset-controller-manager"},
+		{"-n", CoschedulingNamespace, "rollout", "status", "deploy/scheduler-plugins-scheduler"},
+		{"-n", DRANamespace, "rollout", "status", "daemonset/dra-driver"},
+	}
+	if c.Offline() {
+		if err := c.coreDNS(ctx); err != nil {
+			return err
+		}
+		waits = append(waits, []string{"-n", "kube-system", "rollout", "status", "deploy/coredns"})
+	}
 	for _, m := range []string{"coscheduling.yaml", "dra-driver.yaml"} {
 		if _, err := c.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "e2e", "kindbed", "manifests", m)); err != nil {
 			return err
@@ -257,11 +297,7 @@ func install(ctx context.Context, c Config) error {
 	if err := c.HelmUpgrade(ctx, "--install"); err != nil {
 		return err
 	}
-	for _, w := range [][]string{
-		{"-n", JobSetNamespace, "rollout", "status", "deploy/jobset-controller-manager"},
-		{"-n", CoschedulingNamespace, "rollout", "status", "deploy/scheduler-plugins-scheduler"},
-		{"-n", DRANamespace, "rollout", "status", "daemonset/dra-driver"},
-	} {
+	for _, w := range waits {
 		if _, err := c.Kubectl(ctx, nil, append(w, "--timeout=180s")...); err != nil {
 			return err
 		}
@@ -340,6 +376,10 @@ func Down(ctx context.Context, c Config, log func(string, ...any)) error {
 	}
 	cluster := kind.NewCluster(c.Name).WithPath(c.KindBin).(*kind.Cluster)
 	if err := cluster.Destroy(ctx); err != nil {
+		return err
+	}
+	// The volumes the pods wrote, in the directory the nodes shared.
+	if err := os.RemoveAll(c.volumesDir()); err != nil {
 		return err
 	}
 	left, err := Leftovers(ctx, c)
@@ -429,20 +469,27 @@ func probeHost(ctx context.Context, c Config) (host, error) {
 	return h, os.Symlink(filepath.Join(c.Root, "hack", "kind", "docker"), link)
 }
 
-// clusterConfig is kind's configuration for c on host h: one node; resource.k8s.io/v1beta1
-// served; the controller-manager's
-// hostpath provisioner behind kind's default StorageClass (kind turns it on); for the offline node
-// image, a bridge CNI in the image instead of kindnetd and no CoreDNS (neither image exists
-// here); on a cgroup v1 host, Kubernetes' cgroup v1 refusal turned off; through the docker
-// wrapper, containerd told not to lower oom_score_adj (that needs CAP_SYS_RESOURCE).
+// clusterConfig is kind's configuration for c on host h: a control plane and c.Workers workers,
+// which share one host directory for the volumes of the controller-manager's hostpath provisioner
+// (behind kind's default StorageClass, which kind turns on), so that a PVC's data follows its pod
+// to any node, as on a network filesystem; resource.k8s.io/v1beta1 served; for the offline node
+// image, no kindnetd and no CoreDNS (neither image exists here: podNetwork and coreDNS stand in);
+// on a cgroup v1 host, Kubernetes' cgroup v1 refusal turned off; through the docker wrapper,
+// containerd told not to lower oom_score_adj (that needs CAP_SYS_RESOURCE).
 func clusterConfig(c Config, h host) string {
 	var b strings.Builder
-	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n")
+	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n")
+	mounts := "  extraMounts:\n  - {hostPath: " + strconv.Quote(c.volumesDir()) + ", containerPath: " + hostPathVolumes + "}\n"
+	b.WriteString("- role: control-plane\n" + mounts)
+	for range c.Workers {
+		b.WriteString("- role: worker\n" + mounts)
+	}
 	// The in-cluster coscheduling scheduler (scheduler-plugins v0.33.5, Kubernetes 1.33 code)
 	// reads DRA objects as v1beta1, which Kubernetes 1.37 serves only when asked.
 	b.WriteString("runtimeConfig:\n  resource.k8s.io/v1beta1: \"true\"\n")
+	b.WriteString("networking:\n  podSubnet: " + PodSubnet + "\n")
 	if c.Offline() {
-		b.WriteString("networking:\n  disableDefaultCNI: true\n")
+		b.WriteString("  disableDefaultCNI: true\n")
 	}
 	if h.wrapper != "" || c.Release() {
 		b.WriteString("containerdConfigPatches:\n")
@@ -470,6 +517,7 @@ func clusterConfig(c Config, h host) string {
 		if len(skip) > 0 {
 			b.WriteString("  skipPhases: [" + strings.Join(skip, ", ") + "]\n")
 		}
+		b.WriteString("- |\n  kind: JoinConfiguration\n  nodeRegistration:\n    ignorePreflightErrors: [" + strings.Join(preflight, ", ") + "]\n")
 	}
 	if h.cgroupV1 {
 		b.WriteString("- |\n  kind: KubeletConfiguration\n  failCgroupV1: false\n")
@@ -482,10 +530,21 @@ func (c Config) Kubectl(ctx context.Context, in []byte, args ...string) ([]byte,
 	return c.run(ctx, in, c.KubectlBin, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
 }
 
-// Exec runs a command in the cluster's node container (docker exec), for what only the node
-// sees: /proc of a container's process, the hostpath volumes.
-func (c Config) Exec(ctx context.Context, args ...string) ([]byte, error) {
-	return c.run(ctx, nil, "docker", append([]string{"exec", c.Name + "-control-plane"}, args...)...)
+// Exec runs a command in the container of node (docker exec; a kind node's container has the
+// Node's name), for what only the node sees: /proc of a container's process, its routes.
+func (c Config) Exec(ctx context.Context, node string, args ...string) ([]byte, error) {
+	return c.run(ctx, nil, "docker", append([]string{"exec", node}, args...)...)
+}
+
+// NodeNames are the cluster's nodes (their containers), as kind lists them.
+func (c Config) NodeNames(ctx context.Context) ([]string, error) {
+	out, err := c.run(ctx, nil, c.KindBin, "get", "nodes", "--name", c.Name)
+	if err != nil {
+		return nil, err
+	}
+	nodes := strings.Fields(string(out))
+	slices.Sort(nodes)
+	return nodes, nil
 }
 
 func (c Config) run(ctx context.Context, in []byte, name string, args ...string) ([]byte, error) {

@@ -10,6 +10,9 @@
 #   kind.local/{volumeclaims,resourceclaims,sequencer,podgroups}:e2e   the add-ons, by ko
 #   kind.local/barrier:e2e                    the sequencer's start barrier (controllers/sequencer/barrier), by ko
 #   kind.local/dra-driver:e2e                 e2e/kindbed/images/dra-driver, a DRA driver, by ko
+#   kind.local/rendezvous:e2e                 e2e/kindbed/images/rendezvous, the distributed-start workload, by ko
+#   kind.local/coredns:e2e                    CoreDNS (tools/coredns), by ko: the cluster's DNS on the
+#                                             offline node image (e2e/kindbed/manifests/coredns.yaml)
 #   kind.local/scheduler-plugins:e2e          scheduler-plugins' scheduler (tools/schedplugins), by ko
 #   $JOBSET_IMAGE                             JobSet (tools/jobset), by ko, under the name its own
 #                                             manifests use and with the binary where they run it
@@ -54,6 +57,8 @@ for c in volumeclaims resourceclaims sequencer podgroups; do
 done
 ko_build controllers/sequencer ./barrier kind.local/barrier:e2e
 ko_build e2e ./kindbed/images/dra-driver kind.local/dra-driver:e2e
+ko_build e2e ./kindbed/images/rendezvous kind.local/rendezvous:e2e
+ko_build tools/coredns github.com/coredns/coredns kind.local/coredns:e2e
 ko_build tools/schedplugins sigs.k8s.io/scheduler-plugins/cmd/scheduler kind.local/scheduler-plugins:e2e
 # JobSet's manifests run /manager; ko puts the binary at /ko-app/jobset.
 ko_build tools/jobset sigs.k8s.io/jobset kind.local/jobset-ko:e2e

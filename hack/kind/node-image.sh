@@ -14,7 +14,8 @@
 #   - the control plane's images preloaded in the node's containerd: kube-apiserver,
 #     kube-controller-manager, kube-scheduler and etcd FROM scratch, kube-proxy on the Debian root
 #     filesystem, and pause (e2e/kindbed/images/pause) under the tags kubeadm and kind's containerd ask for;
-#   - a bridge CNI config (the cluster runs without kindnetd: disableDefaultCNI) and a first
+#   - a bridge CNI config template (/kind/cni: the cluster runs without kindnetd, disableDefaultCNI;
+#     e2e/kindbed writes each node's own from its podCIDR and routes the other nodes' pod CIDRs) and a first
 #     entrypoint (hack/kind/node/entrypoint) that makes read-only cgroup v1 hierarchies writable,
 #     a kubeadm (hack/kind/node/kubeadm) that waits for containerd before it runs, and the default
 #     StorageClass kind applies (hack/kind/node/default-storage.yaml: WaitForFirstConsumer).
@@ -105,7 +106,7 @@ COPY entrypoint /usr/local/bin/jobset-addons-entrypoint
 COPY kubeadm /usr/local/bin/kubeadm
 COPY default-storage.yaml /kind/manifests/default-storage.yaml
 COPY cri-base.json /etc/containerd/cri-base.json
-COPY 10-bridge.conflist /etc/cni/net.d/10-bridge.conflist
+COPY 10-bridge.conflist /kind/cni/10-bridge.conflist
 COPY bin/kubelet bin/kubeadm bin/kubectl /usr/bin/
 COPY bin/containerd bin/containerd-shim-runc-v2 bin/ctr bin/crictl /usr/local/bin/
 RUN chmod 755 /kind /kind/bin /kind/bin/* /usr/local/bin/* \\
@@ -116,7 +117,7 @@ RUN chmod 755 /kind /kind/bin /kind/bin/* /usr/local/bin/* \\
  && echo ReadKMsg=no >>/etc/systemd/journald.conf \\
  && systemctl enable kubelet.service containerd.service undo-mount-hacks.service \\
  && systemctl mask systemd-binfmt.service \\
- && mkdir -p /etc/kubernetes/manifests /opt/cni \\
+ && mkdir -p /etc/kubernetes/manifests /opt/cni /etc/cni/net.d \\
  && ln -s /usr/lib/cni /opt/cni/bin \\
  && echo $KUBE_VERSION >/kind/version
 ENV container=docker

@@ -141,9 +141,9 @@ func countRefusal(webhook string, err error) {
 	refusals.WithLabelValues(webhook, "error").Inc()
 }
 
-// Wait is one thing an add-on keeps waiting (a JobSet on a stage, a gang, a claim; a PVC held by
-// the pods that ran with it): Reason says on what, Key which thing (counted once however many
-// Waits name it), Since from when.
+// Wait is one thing an add-on keeps waiting (a JobSet on a stage, a barrier, a gang, a claim; a
+// PVC held by the pods that ran with it): Reason says on what, Key which thing (counted once
+// however many Waits name it), Since from when.
 type Wait struct {
 	Reason string
 	Key    string

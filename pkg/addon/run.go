@@ -284,7 +284,7 @@ func (m *runManager) registerMetrics(ctx context.Context, opts Options) error {
 		return nil
 	}
 	c := m.GetCache()
-	w := NewWaits("jobset_addons_jobsets_waiting", "JobSets waiting on something the add-on owns (a stage, a gang, a claim), by reason.",
+	w := NewWaits("jobset_addons_jobsets_waiting", "JobSets waiting on something the add-on owns (a stage, a barrier, a gang, a claim), by reason.",
 		opts.WaitReasons, func(ctx context.Context) ([]Wait, error) { return opts.Waits(ctx, c) })
 	if err := RegisterWaits(ctrlmetrics.Registry, opts.Name, w); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return fmt.Errorf("registering metrics: %w", err)

@@ -62,7 +62,7 @@ func BenchmarkRealNodes(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nkind, one node (%s)\tp50\tmax\trounds\n", kb.NodeImage)
+	fmt.Fprintf(w, "\nkind, a control plane and %d workers (%s)\tp50\tmax\trounds\n", kb.Workers, kb.NodeImage)
 	fmt.Fprintf(w, "8 pods Running, all four add-ons\t%s\t%s\t%v\n", pct(with, 50), pct(with, 100), with)
 	fmt.Fprintf(w, "8 pods Running, PVC + claim + one gang, no stages\t%s\t%s\t%v\n", pct(unsequenced, 50), pct(unsequenced, 100), unsequenced)
 	fmt.Fprintf(w, "8 pods Running, PVC + claim only (default scheduler)\t%s\t%s\t%v\n", pct(ungang, 50), pct(ungang, 100), ungang)

@@ -207,7 +207,7 @@ func addonPod(ctx context.Context, t *testing.T, c client.Client, name string) *
 func containerPID(ctx context.Context, t *testing.T, p *corev1.Pod) int {
 	t.Helper()
 	ctr := p.Spec.Containers[0].Name
-	ids, err := kb.Exec(ctx, "crictl", "ps", "-q", "--state", "Running", "--label", "io.kubernetes.pod.uid="+string(p.UID), "--name", "^"+ctr+"$")
+	ids, err := kb.Exec(ctx, p.Spec.NodeName, "crictl", "ps", "-q", "--state", "Running", "--label", "io.kubernetes.pod.uid="+string(p.UID), "--name", "^"+ctr+"$")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func containerPID(ctx context.Context, t *testing.T, p *corev1.Pod) int {
 	if len(id) != 1 {
 		t.Fatalf("pod %s: %d running containers %s on the node, want 1", p.Name, len(id), ctr)
 	}
-	out, err := kb.Exec(ctx, "crictl", "inspect", "-o", "go-template", "--template", "{{.info.pid}}", id[0])
+	out, err := kb.Exec(ctx, p.Spec.NodeName, "crictl", "inspect", "-o", "go-template", "--template", "{{.info.pid}}", id[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func containerPID(ctx context.Context, t *testing.T, p *corev1.Pod) int {
 // procStatus is /proc/<pid>/status of pod p's first container, read on the node.
 func procStatus(ctx context.Context, t *testing.T, p *corev1.Pod) map[string]string {
 	t.Helper()
-	out, err := kb.Exec(ctx, "cat", fmt.Sprintf("/proc/%d/status", containerPID(ctx, t, p)))
+	out, err := kb.Exec(ctx, p.Spec.NodeName, "cat", fmt.Sprintf("/proc/%d/status", containerPID(ctx, t, p)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func procStatus(ctx context.Context, t *testing.T, p *corev1.Pod) map[string]str
 // rootMount is the mount options of / as pod p's first container sees it.
 func rootMount(ctx context.Context, t *testing.T, p *corev1.Pod) string {
 	t.Helper()
-	out, err := kb.Exec(ctx, "cat", fmt.Sprintf("/proc/%d/mountinfo", containerPID(ctx, t, p)))
+	out, err := kb.Exec(ctx, p.Spec.NodeName, "cat", fmt.Sprintf("/proc/%d/mountinfo", containerPID(ctx, t, p)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,11 +46,14 @@ func TestGangOnRealPods(t *testing.T) {
 			}
 		}
 
-		// Each pod asks for 45% of the CPU the node has free: two fit, three do not.
-		cpu := freeCPU(ctx, t, c) * 45 / 100
-		t.Logf("each pod of the gangs below requests %dm CPU", cpu)
+		// Each pod, kept to one worker, asks for 45% of the CPU that worker has free: two fit,
+		// three do not.
+		node := workers(ctx, t, c)[0]
+		cpu := freeCPU(ctx, t, c, node) * 45 / 100
+		t.Logf("each pod of the gangs below requests %dm CPU of node %s", cpu, node)
 		big := func(name string, annotations map[string]string) *jobsetv1alpha2.JobSet {
 			rj := kindbed.ReplicatedJob("w", 1, 3, "sleep 3600")
+			rj.Template.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 			rj.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI)}
 			return kindbed.JobSet(ns, name, annotations, 0, rj)
 		}
@@ -83,20 +86,20 @@ func TestGangOnRealPods(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// freeCPU is the node's allocatable CPU, in millicores, less what its pods request.
-func freeCPU(ctx context.Context, t *testing.T, c client.Client) int64 {
+// freeCPU is node's allocatable CPU, in millicores, less what its pods request.
+func freeCPU(ctx context.Context, t *testing.T, c client.Client, node string) int64 {
 	t.Helper()
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {
-		t.Fatalf("want one node: %d, %v", len(nodes.Items), err)
+	var n corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
 	}
-	free := nodes.Items[0].Status.Allocatable.Cpu().MilliValue()
+	free := n.Status.Allocatable.Cpu().MilliValue()
 	var all corev1.PodList
 	if err := c.List(ctx, &all); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range all.Items {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		for _, ctr := range p.Spec.Containers {

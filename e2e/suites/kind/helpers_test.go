@@ -3,6 +3,7 @@ package kind_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -58,4 +59,33 @@ func waitPods(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1al
 
 func running(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+}
+
+// workers are the nodes that run workloads (no control-plane taint), sorted by name.
+func workers(ctx context.Context, t *testing.T, c client.Client) []string {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Effect == corev1.TaintEffectNoSchedule }) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		t.Fatal("no node takes workloads")
+	}
+	return out
+}
+
+// placement is where pods run: node name to pod names, and how many nodes.
+func placement(ps []corev1.Pod) (map[string][]string, int) {
+	m := map[string][]string{}
+	for _, p := range ps {
+		m[p.Spec.NodeName] = append(m[p.Spec.NodeName], p.Name)
+	}
+	return m, len(m)
 }

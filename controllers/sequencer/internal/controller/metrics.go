@@ -19,9 +19,29 @@ import (
 // Kinds is Options.Kinds of the add-on: it updates pods (their gate lifted).
 var Kinds = []string{"Pod"}
 
-// WaitReason is the reason of jobset_addons_jobsets_waiting: a JobSet with pods gated until
-// their stage's predecessors hold.
-const WaitReason = "stage"
+// Reasons of jobset_addons_jobsets_waiting: a JobSet with pods gated until their stage's
+// predecessors hold (WaitReason), or with pods waiting at a closed start barrier (BarrierReason).
+const (
+	WaitReason    = "stage"
+	BarrierReason = "barrier"
+)
+
+// BarrierWaits are the JobSets with pods waiting at their start barrier in pods (the barrier
+// pods' cache, BarrierPodCache), from the oldest barrier container's start.
+func BarrierWaits(ctx context.Context, pods client.Reader) ([]addon.Wait, error) {
+	var list corev1.PodList
+	if err := pods.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []addon.Wait
+	for i := range list.Items {
+		p := &list.Items[i]
+		if since, ok := jobsets.AtBarrier(p); ok && p.DeletionTimestamp == nil {
+			out = append(out, addon.Wait{Reason: BarrierReason, Key: p.Namespace + "/" + p.Labels[contract.JobSetNameLabelKey], Since: since})
+		}
+	}
+	return out, nil
+}
 
 // Waits is Options.Waits: the JobSets with gated pods in the cache, from the oldest pod's
 // creation.

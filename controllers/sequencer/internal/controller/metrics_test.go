@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -37,5 +39,31 @@ func TestDoneAt(t *testing.T) {
 	}
 	if got := doneAt(nil, 0, complete, seen); !got.Equal(seen) {
 		t.Errorf("no Job: done at %v, want %v", got, seen)
+	}
+}
+
+func TestBarrierWaits(t *testing.T) {
+	started := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	pod := func(name, jobSet, node string, running bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{contract.JobSetNameLabelKey: jobSet}}}
+		p.Spec.NodeName = node
+		s := corev1.ContainerStatus{Name: contract.StartBarrierContainerName}
+		if running {
+			s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}
+		}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{s}
+		return p
+	}
+	c := fake.NewClientBuilder().WithObjects(
+		pod("a-0", "a", "n1", true),  // at the barrier
+		pod("a-1", "a", "", false),   // not scheduled: not at it
+		pod("b-0", "b", "n1", false), // its barrier container not running
+	).Build()
+	waits, err := BarrierWaits(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || waits[0].Key != "ns/a" || waits[0].Reason != BarrierReason || !waits[0].Since.Equal(started) {
+		t.Errorf("waits = %+v, want ns/a at the barrier since %v", waits, started)
 	}
 }
