@@ -8,7 +8,7 @@ BIN  := $(ROOT)/bin
 
 # Versions of everything the testbed and the checks build. A binary is cached under
 # bin/<name>-<version>/ and rebuilt only when its version changes.
-KUBE_VERSION   := v1.37.1
+KUBE_VERSION   := v1.37.2
 ETCD_VERSION   := v3.6.6
 KWOK_VERSION   := v0.8.0
 JOBSET_VERSION := v0.12.0

@@ -188,6 +188,9 @@ func barrierVersusBare(ctx context.Context, b *testing.B, c client.Client, cs ku
 		waitFor(ctx, b, 10*time.Minute, "every bare patch seen", func() bool { _, valued, _, _ := w.counts(); return valued >= len(pods.Items) })
 		_, _, _, lastBare := w.counts()
 		bare = append(bare, lastBare.Sub(start))
+		// Each round as it ends: a long run that fails later keeps what it measured.
+		fmt.Printf("start barrier round %d: %d pods, last waiting -> last told %v, bare %v, %.3f requests per pod (%.3f pod patches)\n",
+			round, total, ours[round].Round(time.Millisecond), bare[round].Round(time.Millisecond), perPod[round], podPatches[round])
 		close(w.stop)
 		if err := c.Delete(ctx, js); err != nil {
 			b.Fatal(err)

@@ -58,7 +58,7 @@ func (c Config) KubeAtLeast(min string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading the version of %s: %w", c.Bin("kube-apiserver"), err)
 	}
-	// "Kubernetes v1.37.1"
+	// "Kubernetes v1.37.2"
 	fields := strings.Fields(string(out))
 	if len(fields) == 0 {
 		return false, fmt.Errorf("%s --version printed nothing", c.Bin("kube-apiserver"))

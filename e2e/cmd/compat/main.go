@@ -1,11 +1,11 @@
 // Command compat runs the compatibility matrix (make e2e-compat): for each combination
-// KUBE-JOBSET given as an argument (v1.37.1-v0.8.0), a fresh testbed on bin/testbed-KUBE-JOBSET
+// KUBE-JOBSET given as an argument (v1.37.2-v0.8.0), a fresh testbed on bin/testbed-KUBE-JOBSET
 // (linked by make), the core e2e cases of every add-on's suite on it, one suite after another,
 // then the testbed stopped. It writes the results into the file -out below its marker line:
 // the date, the exact versions that ran, pass, fail or n/a (with the skip's reason) per add-on
 // per combination, and the command. What is above the marker is kept as it is.
 //
-//	compat -out docs/compatibility.md -command "make e2e-compat" v1.37.1-v0.8.0 v1.34.4-v0.12.0
+//	compat -out docs/compatibility.md -command "make e2e-compat" v1.37.2-v0.8.0 v1.34.4-v0.12.0
 package main
 
 import (
@@ -84,7 +84,7 @@ func main() {
 	for _, arg := range flag.Args() {
 		kube, jobset, ok := strings.Cut(arg, "-")
 		if !ok {
-			fail(fmt.Errorf("%q: want KUBE-JOBSET, as v1.37.1-v0.12.0", arg))
+			fail(fmt.Errorf("%q: want KUBE-JOBSET, as v1.37.2-v0.12.0", arg))
 		}
 		c := &combo{Kube: kube, JobSet: jobset, Suites: map[string]*suiteResult{}}
 		combos = append(combos, c)

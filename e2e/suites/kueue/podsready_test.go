@@ -113,21 +113,20 @@ func TestWaitForPodsReady(t *testing.T) {
 			deactivated := waitDeactivated(ctx, t, c, long, 2*podsReadyTimeout+30*time.Second)
 			t.Logf("long: deactivated %s after the first admission; conditions %s; requeueState %v", time.Since(admitted).Round(time.Second),
 				conditionsOf(deactivated), mustNested(deactivated, "status", "requeueState"))
-			if _, reason := conditionTrue(deactivated, "Evicted"); reason != "DeactivatedDueToRequeuingLimitExceeded" {
-				t.Errorf("long's Evicted reason %q once deactivated, want DeactivatedDueToRequeuingLimitExceeded", reason)
-			}
 			if requeued, reason := conditionTrue(deactivated, "Requeued"); !requeued || reason != "BackoffFinished" {
 				t.Errorf("long's Requeued %t (%s), want True (BackoffFinished): it was not requeued once before the second eviction", requeued, reason)
 			}
 			if second := conditionTime(deactivated, "Admitted"); !second.After(admitted) {
 				t.Errorf("long admitted once only (%s): want a second admission after the first eviction", second)
 			}
-			if err := c.Get(ctx, key(long), long); err != nil {
-				t.Fatal(err)
-			}
-			if !ptr.Deref(long.Spec.Suspend, false) {
-				t.Errorf("long not left suspended once deactivated: suspend %v", long.Spec.Suspend)
-			}
+			// Kueue suspends the JobSet of a deactivated Workload (its job reconciler, after the
+			// workload controller set spec.active false).
+			framework.Eventually(ctx, t, 30*time.Second, "long suspended once deactivated", func(ctx context.Context) (bool, string, error) {
+				if err := c.Get(ctx, key(long), long); err != nil {
+					return false, err.Error(), nil
+				}
+				return ptr.Deref(long.Spec.Suspend, false), fmt.Sprintf("suspend %v", ptr.Deref(long.Spec.Suspend, false)), nil
+			})
 			if ps, err := pods(ctx, c, long); err != nil || slices.ContainsFunc(ps, func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }) {
 				t.Errorf("a pod of long completed (%v): the evictions should have cut every attempt short", err)
 			}
@@ -195,7 +194,9 @@ func waitEvicted(ctx context.Context, t *testing.T, c client.Client, js *jobsetv
 	return wl
 }
 
-// waitDeactivated waits until Kueue set the JobSet's Workload inactive (spec.active false).
+// waitDeactivated waits until Kueue set the JobSet's Workload inactive (spec.active false) and
+// evicted it for that (Evicted=True, DeactivatedDueToRequeuingLimitExceeded; Kueue sets the
+// condition a moment after spec.active).
 func waitDeactivated(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var wl *unstructured.Unstructured
@@ -205,7 +206,8 @@ func waitDeactivated(ctx context.Context, t *testing.T, c client.Client, js *job
 			return false, fmt.Sprint(err), nil
 		}
 		active, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
-		return found && !active, conditionsOf(wl), nil
+		evicted, reason := conditionTrue(wl, "Evicted")
+		return found && !active && evicted && reason == "DeactivatedDueToRequeuingLimitExceeded", conditionsOf(wl), nil
 	})
 	return wl
 }
