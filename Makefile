@@ -22,6 +22,9 @@ SCHEDPLUGINS_DEFAULT := v0.34.7
 SCHEDPLUGINS_OLD     := v0.33.5
 VULN_VERSION         := v1.9.0
 KIND_VERSION         := v0.33.0
+# Prometheus and promtool (make e2e-observability, make unit's promtool test rules): module
+# v0.316.0 is Prometheus 3.16.0.
+PROMETHEUS_VERSION   := v0.316.0
 KO_VERSION           := v0.18.0
 CONTAINERD_VERSION   := v2.3.4
 CRICTL_VERSION       := v1.37.0
@@ -126,6 +129,23 @@ $(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
 		chmod -R u+w $(TRAINER_DIR)/crds $(TRAINER_DIR)/webhooks.yaml
 	touch $@
 
+PROMETHEUS_DIR := $(BIN)/prometheus-$(PROMETHEUS_VERSION)
+PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.16.0
+$(PROMETHEUS_DIR)/%: tools/prometheus/go.mod
+	hack/build-tool.sh tools/prometheus $@ github.com/prometheus/prometheus/cmd/$* "$(PROMETHEUS_LDFLAGS)"
+# The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, from its module (make
+# chart-verify applies them to the testbed to dry-run the chart's monitoring objects).
+PROMETHEUS_OPERATOR_VERSION := v0.94.0
+PROMETHEUS_CRDS := $(BIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
+$(PROMETHEUS_CRDS)/.stamp:
+	src=$$(GOWORK=off go mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^	"Dir": "\(.*\)",$$/\1/p') && \
+		rm -rf $(PROMETHEUS_CRDS) && mkdir -p $(PROMETHEUS_CRDS) && \
+		cp $$src/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml $$src/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $(PROMETHEUS_CRDS)/ && \
+		chmod u+w $(PROMETHEUS_CRDS)/*.yaml
+	touch $@
+.PHONY: prometheus-bins
+prometheus-bins: $(PROMETHEUS_DIR)/prometheus $(PROMETHEUS_DIR)/promtool ## Build (once) Prometheus and promtool $(PROMETHEUS_VERSION)
+
 $(GOVULNCHECK): tools/vuln/go.mod
 	hack/build-tool.sh tools/vuln $@ golang.org/x/vuln/cmd/govulncheck
 $(KIND): tools/kind/go.mod
@@ -197,12 +217,14 @@ CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
 # they pin other Kubernetes versions).
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
+# Where the observability suite finds prometheus and promtool.
+export PROMETHEUS_BIN_DIR := $(PROMETHEUS_DIR)
 
 # Releases (docs/releasing.md): make release VERSION=vX.Y.Z writes dist/, with no Docker.
 RELEASE_TOOL := $(BIN)/release
@@ -268,21 +290,23 @@ vulncheck: $(GOVULNCHECK) ## govulncheck every module against $$GOVULNDB, else .
 	@hack/vulncheck-selftest.sh $(GOVULNCHECK)
 
 .PHONY: unit
-unit: testbed-bins ## Unit and integration tests of every module (integration runs envtest on bin/testbed)
+unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## Unit and integration tests of every module (integration runs envtest on bin/testbed); promtool tests the alerts
+	$(PROMETHEUS_DIR)/promtool check rules charts/jobset-addons/files/alerts.yaml
+	$(PROMETHEUS_DIR)/promtool test rules charts/jobset-addons/tests/promtool/alerts_test.yaml
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table):
 	@# the rest of it needs a cluster (make e2e).
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/...
 
 .PHONY: e2e
-e2e: testbed-bins kueue-bins trainer-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
+e2e: testbed-bins kueue-bins trainer-bins prometheus-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) 2>&1 | $(ROOT)/hack/test-summary.sh
 
 # The suites that run the add-ons beside other projects' controllers (Kueue, ...), each started
 # on the testbed by its suite. make e2e runs them reduced: go test -skip leaves out (not run, not
 # reported) NEIGHBOUR_FULL_TESTS, test names no other suite uses; make e2e-neighbours runs all.
 NEIGHBOUR_SUITES := ./suites/kueue/ ./suites/trainer/
-NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims
+NEIGHBOUR_FULL_TESTS := TestPreemption|TestTopologyAwareScheduling|TestGangs|TestCoschedulingClaims|TestWaitForPodsReady
 # Cases that need a testbed whose Kubernetes has a feature gate off (make e2e leaves them out):
 # each runs on a testbed of its own, started by its suite with TESTBED_KUBE_FEATURE_GATES.
 GATE_OFF_TESTS := TestClaimOnPodGroupGateOff
@@ -298,6 +322,14 @@ JOBSET_GATES_FULL_TESTS := TestElasticBackends|TestElasticRetention|TestRestartJ
 .PHONY: e2e-gates
 e2e-gates: testbed-bins build ## JobSet's alpha gates (ElasticJobSet, InPlaceRestart, RestartJob) beside the four add-ons, every case: each backend's gang following a scale, removed indexes' PVCs deleted on completion, RestartJob with a retained claim
 	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/gates/ 2>&1 | $(ROOT)/hack/test-summary.sh
+
+# Observability (e2e/suites/observability): a real Prometheus scrapes the four add-ons on the
+# testbed and evaluates the chart's dashboard queries and alerts. make e2e leaves out
+# OBSERVABILITY_FULL_TESTS (go test -skip); make e2e-observability runs all.
+OBSERVABILITY_FULL_TESTS := TestAlertsFireOnWorkload
+.PHONY: e2e-observability
+e2e-observability: testbed-bins prometheus-bins build ## A real Prometheus $(PROMETHEUS_VERSION) scrapes the four add-ons while JobSets run: every dashboard query and alert expression returns series, promtool checks rules and /metrics, alerts fire (an add-on stopped, a PVC held, JobSets waiting)
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/observability/ 2>&1 | $(ROOT)/hack/test-summary.sh
 
 .PHONY: e2e-neighbours
 e2e-neighbours: testbed-bins kueue-bins trainer-bins build $(JOBSET_E2E) ## The add-ons beside their neighbours, in full: real Kueue $(KUEUE_VERSION) (queueing, preemption, topology-aware scheduling, gangs), Kubeflow Trainer $(TRAINER_VERSION), then make e2e-upstream
@@ -388,7 +420,7 @@ $(TESTBEDCTL): FORCE
 	cd e2e && GOWORK=off go build -o $@ ./cmd/testbed
 
 .PHONY: tools
-tools: testbed-bins kueue-bins trainer-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
+tools: testbed-bins kueue-bins trainer-bins prometheus-bins $(JOBSET_E2E) $(TESTBEDCTL) $(HELM_DIR)/helm ## Build every tool the tests use (cached in bin/ by version)
 
 .PHONY: bench
 bench: build testbed-bins $(TESTBEDCTL) ## Every benchmark on the testbed (started for the run unless KUBECONFIG is set); prints the numbers
@@ -404,6 +436,10 @@ bench-volumeclaims: build testbed-bins $(TESTBEDCTL) ## volumeclaims against a b
 .PHONY: bench-sequencer
 bench-sequencer: build testbed-bins $(TESTBEDCTL) ## sequencer hand-off against upstream JobSet dependsOn, same run; prints a table
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench Sequencer -benchtime 1x -timeout 30m ./bench/'
+
+.PHONY: bench-barrier
+bench-barrier: build testbed-bins $(TESTBEDCTL) ## sequencer's start barrier: opening BENCH_BARRIER_PODS (400) pods against a bare loop of the same writes at the same QPS; requests per pod; prints a table (10,000 pods: BENCH_BARRIER_PODS=10000 TESTBED_NODES=100)
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench StartBarrier -benchtime 1x -timeout 60m ./bench/'
 
 .PHONY: bench-podgroups
 bench-podgroups: build testbed-bins $(TESTBEDCTL) ## podgroups against a bare client; update while suspended; prints a table
@@ -439,6 +475,6 @@ demo-down: $(TESTBEDCTL) ## Stop what make demo started: the testbed and every c
 	$(if $(filter kind,$(DEMO_CLUSTER)),$(KIND_ENV) $(TESTBEDCTL) kind-down,$(TESTBEDCTL) down)
 
 .PHONY: chart-verify
-chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm ## helm lint, render every toggle combination, server-side dry-run on the testbed
-	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl hack/chart-verify.sh
+chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm $(PROMETHEUS_CRDS)/.stamp ## helm lint, render every toggle combination (controllers, cert modes, monitoring), server-side dry-run on the testbed
+	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl PROMETHEUS_CRDS=$(PROMETHEUS_CRDS) hack/chart-verify.sh
 

@@ -21,8 +21,15 @@
 #   kind      the render make e2e-kind installs (hack/kind/values.yaml): images kind.local/<name>
 #             never pulled, every webhook reaching its controller's webhook port through its
 #             Service, certificates as in self-signed mode
+#   monitoring  every combination of metrics.serviceMonitor/prometheusRule/dashboard.enabled (8),
+#             all controllers on, into bin/chart-renders-monitoring/: a ServiceMonitor per
+#             controller, one PrometheusRule, one ConfigMap labelled grafana_dashboard: "1" exactly
+#             when enabled; prometheus.io/scrape on the pods exactly without the ServiceMonitor;
+#             the PrometheusRule's groups equal files/alerts.yaml; all on with no controller = empty
 #   dry-run   only with KUBECONFIG: kubectl apply --server-side --dry-run=server of every
-#             non-empty render (cert-manager.io objects left out when the cluster lacks its CRDs)
+#             non-empty render (cert-manager.io objects left out when the cluster lacks its CRDs),
+#             the monitoring renders too, with the Prometheus Operator's CRDs (PROMETHEUS_CRDS,
+#             a directory of them from its module) applied to the cluster first
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -155,6 +162,10 @@ priorityClassName: system-cluster-critical|--set priorityClassName=system-cluste
 disktype: ssd|--set volumeclaims.nodeSelector.disktype=ssd
 cpu: 200m|--set volumeclaims.resources.requests.cpu=200m
 cert-manager.io/v1|--set certManagement.mode=cert-manager
+interval: 10s|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=10s
+release: prom|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom
+role: alerts|--set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.labels.role=alerts
+namespace: monitoring|--set metrics.dashboard.enabled=true --set metrics.dashboard.namespace=monitoring
 EOF
 if ((values_failed == 0)); then
 	pass values "$values_ok value settings reach the manifests"
@@ -198,6 +209,11 @@ done <<'EOF'
 --set volumeclaims.extraArgs[0]=1
 --set volumeclaims.nodeSelector.zone=1
 --set leaderElection.enabled=false --set podgroups.replicas=2
+--set metrics.serviceMonitor.enabled=yes
+--set metrics.serviceMonitor.interval=often
+--set metrics.prometheusRule.labels.n=1
+--set metrics.dashboard.unknown=true
+--set metrics.unknown=true
 EOF
 if ((${#accepted[@]} == 0)); then
 	pass schema "$refused invalid value settings refused"
@@ -229,7 +245,44 @@ else
 	fail kind "the render for kind (hack/kind/values.yaml) is wrong"
 fi
 
-# 9. server-side dry-run on a cluster
+# 9. the monitoring toggles
+MON=bin/chart-renders-monitoring
+rm -rf "$MON" && mkdir -p "$MON"
+mon_failed=0 mon_renders=0
+count() { grep -c "^kind: $1\$" "$2" || true; }
+for mask in $(seq 0 7); do
+	sm=$((mask & 1)) pr=$((mask >> 1 & 1)) db=$((mask >> 2 & 1))
+	bool() { if (($1)); then echo true; else echo false; fi; }
+	f="$MON/sm-$(bool $sm)_rule-$(bool $pr)_dashboard-$(bool $db).yaml"
+	if ! template "$CHART" --set metrics.serviceMonitor.enabled="$(bool $sm)" --set metrics.prometheusRule.enabled="$(bool $pr)" \
+		--set metrics.dashboard.enabled="$(bool $db)" >"$f" 2>>"$LOG"; then
+		echo "$f: helm template failed" >>"$LOG"; mon_failed=$((mon_failed + 1)); continue
+	fi
+	mon_renders=$((mon_renders + 1))
+	want_scrape=$((sm ? 0 : 4))
+	got=("$(count ServiceMonitor "$f")" "$(count PrometheusRule "$f")" "$(grep -c '^    grafana_dashboard: "1"$' "$f" || true)" "$(grep -c 'prometheus.io/scrape: "true"' "$f" || true)")
+	want=("$((sm * 4))" "$pr" "$db" "$want_scrape")
+	if [[ ${got[*]} != "${want[*]}" ]]; then
+		echo "$f: ServiceMonitors, PrometheusRules, dashboards, scrape annotations = ${got[*]}, want ${want[*]}" >>"$LOG"
+		mon_failed=$((mon_failed + 1))
+	fi
+	if ((pr)) && ! "$CHECK" check-rules "$f" "$CHART/files/alerts.yaml" >>"$LOG" 2>&1; then
+		mon_failed=$((mon_failed + 1))
+	fi
+done
+if template "$CHART" --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true --set metrics.dashboard.enabled=true \
+	$(for c in "${CONTROLLERS[@]}"; do echo "--set $c.enabled=false"; done) >"$LOG.none" 2>>"$LOG" && ! grep -q '^kind:' "$LOG.none"; then :; else
+	echo "every monitoring toggle on and no controller: the render is not empty" >>"$LOG"; mon_failed=$((mon_failed + 1))
+fi
+rm -f "$LOG.none"
+if ((mon_failed == 0)); then
+	: >"$LOG"
+	pass monitoring "$mon_renders renders of the 8 monitoring toggle combinations in $MON: ServiceMonitors, PrometheusRule, dashboard ConfigMap and scrape annotations exactly as toggled"
+else
+	fail monitoring "$mon_failed monitoring renders are wrong"
+fi
+
+# 10. server-side dry-run on a cluster
 if [[ -z ${KUBECONFIG:-} ]]; then
 	fail dry-run "KUBECONFIG is not set: no cluster to dry-run against (make chart-verify starts the testbed)"
 elif ! "$KUBECTL" get --raw /readyz >>"$LOG" 2>&1; then
@@ -240,12 +293,18 @@ else
 	if ! "$KUBECTL" create namespace "$NS" --dry-run=client -o yaml | "$KUBECTL" apply -f - >>"$LOG" 2>&1; then
 		echo "could not create namespace $NS" >>"$LOG"
 	fi
+	if [[ -n ${PROMETHEUS_CRDS:-} ]] && ! "$KUBECTL" apply --server-side --field-manager=chart-verify \
+		-f "$PROMETHEUS_CRDS/monitoring.coreos.com_servicemonitors.yaml" -f "$PROMETHEUS_CRDS/monitoring.coreos.com_prometheusrules.yaml" >>"$LOG" 2>&1; then
+		echo "could not apply the Prometheus Operator's CRDs from $PROMETHEUS_CRDS" >>"$LOG"
+	fi
+	"$KUBECTL" wait --for condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >>"$LOG" 2>&1 || true
 	server=bin/chart-renders-server
 	rm -rf "$server" && mkdir -p "$server"
 	applied=0 empty=0 stripped=0 dry_failed=0
-	for f in "$OUT"/*.yaml "$FIXTURE"/renders/*.yaml; do
+	for f in "$OUT"/*.yaml "$FIXTURE"/renders/*.yaml "$MON"/*.yaml; do
 		name=$(basename "$f")
 		if [[ $f == "$FIXTURE"/* ]]; then name=webhook-fixture_$name; fi
+		if [[ $f == "$MON"/* ]]; then name=monitoring_$name; fi
 		if [[ $f == *_none.yaml ]]; then empty=$((empty + 1)); continue; fi
 		if [[ $(basename "$f") == cert-manager_* ]] && $strip; then
 			"$CHECK" strip-group cert-manager.io "$f" "$server/$name" >/dev/null
@@ -261,7 +320,7 @@ else
 		fi
 	done
 	rm -f "$LOG.out"
-	note="$applied renders (incl. webhook fixture) pass kubectl apply --server-side --dry-run=server; $empty empty renders skipped"
+	note="$applied renders (incl. webhook fixture and monitoring toggles) pass kubectl apply --server-side --dry-run=server; $empty empty renders skipped"
 	if $strip; then
 		note+="; cert-manager.io Issuer/Certificates left out of $stripped cert-manager renders (the cluster has no cert-manager CRDs)"
 	fi

@@ -103,6 +103,11 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		return err
 	}
 
+	section(w, "Start barriers (sequencer)")
+	if err := barriers(ctx, c, w, js); err != nil {
+		return err
+	}
+
 	section(w, "PodGroups (podgroups)")
 	if err := podGroups(ctx, c, w, ns, of); err != nil {
 		return err
@@ -211,6 +216,53 @@ func stages(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alpha
 			n += gated[rj]
 		}
 		return strings.Join([]string{strconv.Itoa(s.Index), strings.Join(s.ReplicatedJobs, ","), dash(strings.Join(deps, ", ")), rel, strconv.Itoa(n)}, "\t")
+	})
+	return nil
+}
+
+// barriers prints the JobSet's start barriers of its current restart attempt: how many pods
+// each waits for, how many wait at it, whether it is open, and who it waits for.
+func barriers(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alpha2.JobSet) error {
+	value, ok := js.Annotations[contract.StartBarrierAnnotationKey]
+	if !ok {
+		fmt.Fprintln(w, "  (no start barrier)")
+		return nil
+	}
+	mode, errs := contract.ParseStartBarrier(value, nil)
+	st, serrs := jobsets.Stages(js)
+	if errs = append(errs, serrs...); len(errs) > 0 {
+		fmt.Fprintf(w, "  (the start barrier does not parse: %v)\n", errs.ToAggregate())
+		return nil
+	}
+	var opened contract.BarriersOpened
+	if v, ok := js.Annotations[contract.StartBarrierOpenedAnnotationKey]; ok {
+		opened, _ = contract.ParseBarriersOpened(v, nil)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+		return err
+	}
+	attempt := js.Status.Restarts
+	groups := jobsets.BarrierGroups(js, mode, st)
+	rows(w, "BARRIER\tATTEMPT\tPODS\tWAITING\tOPEN\tWAITS FOR", len(groups), func(i int) string {
+		g := groups[i]
+		var members []*corev1.Pod
+		waiting := 0
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if p.DeletionTimestamp == nil && !jobsets.PodFinished(p) && jobsets.AttemptOf(p.Labels) == attempt &&
+				slices.Contains(g.ReplicatedJobs, p.Labels[contract.ReplicatedJobNameLabelKey]) {
+				members = append(members, p)
+				if _, ok := jobsets.AtBarrier(p); ok {
+					waiting++
+				}
+			}
+		}
+		open, waitsFor := "no", jobsets.NotAtBarrier(members, g.Pods, 5)
+		if opened.RestartAttempt == attempt && opened.Has(g.Name) {
+			open, waitsFor = "yes", ""
+		}
+		return strings.Join([]string{g.Name, strconv.Itoa(int(attempt)), strconv.Itoa(int(g.Pods)), strconv.Itoa(waiting), open, dash(waitsFor)}, "\t")
 	})
 	return nil
 }

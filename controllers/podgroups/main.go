@@ -60,6 +60,9 @@ func main() {
 			// Watched only where served (composites below).
 			&schedulingv1alpha3.CompositePodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
 		},
+		Kinds:              controller.Kinds,
+		Waits:              controller.Waits,
+		WaitReasons:        []string{controller.WaitReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {

@@ -48,6 +48,9 @@ func main() {
 				return corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: j.Spec.Template.Spec.ResourceClaims}}
 			}),
 		},
+		Kinds:              controller.Kinds,
+		Waits:              controller.Waits,
+		WaitReasons:        []string{controller.WaitReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {

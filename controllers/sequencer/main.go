@@ -31,6 +31,9 @@ import (
 func main() {
 	var concurrency, workers int
 	var barrierImage string
+	// The barrier pods' cache, made by Setup: jobset_addons_jobsets_waiting{reason="barrier"}
+	// reads it.
+	var barrierPods client.Reader
 	addon.Main(addon.Options{
 		Name: "sequencer",
 		// A stage of hundreds of pods is released at once: its patches must not queue.
@@ -48,6 +51,16 @@ func main() {
 				}
 			}),
 		},
+		Kinds: controller.Kinds,
+		Waits: func(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
+			waits, err := controller.Waits(ctx, c)
+			if err != nil || barrierPods == nil {
+				return waits, err
+			}
+			atBarrier, err := controller.BarrierWaits(ctx, barrierPods)
+			return append(waits, atBarrier...), err
+		},
+		WaitReasons:        []string{controller.WaitReason, controller.BarrierReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
@@ -76,6 +89,7 @@ func main() {
 			if err != nil {
 				return err
 			}
+			barrierPods = pods // before the metrics server starts: Setup runs before the manager
 			b := &controller.BarrierReconciler{
 				Client:   mgr.GetClient(),
 				Pods:     pods,

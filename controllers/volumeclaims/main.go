@@ -36,6 +36,7 @@ func main() {
 		Cache: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue),
 		},
+		Kinds:              controller.Kinds,
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {

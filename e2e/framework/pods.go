@@ -38,3 +38,13 @@ func PollPods(ctx context.Context, c client.Client, seen func([]corev1.Pod), opt
 		<-done
 	}
 }
+
+// PodReady tells whether the pod has the Ready condition True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -14,6 +14,9 @@ type Config = testbed.Config
 // KueueOptions say how Kueue runs beside the testbed (StartKueue).
 type KueueOptions = testbed.KueueOptions
 
+// KueueWaitForPodsReady is Kueue's waitForPodsReady section (KueueOptions.WaitForPodsReady).
+type KueueWaitForPodsReady = testbed.KueueWaitForPodsReady
+
 // AddonReplicas are the processes of an add-on started as several replicas (StartAddonReplicas).
 type AddonReplicas = testbed.AddonReplicas
 

@@ -66,6 +66,32 @@ type KueueOptions struct {
 	// minute), a lost worker given up after a minute. MultiKueue itself is on by default; the
 	// worker clusters, their Secrets and the AdmissionCheck are the test's to make.
 	MultiKueue bool
+	// WaitForPodsReady, when set, is Kueue's waitForPodsReady section. Without it Kueue v0.19
+	// runs waitForPodsReady as it ships (on: a 30-minute timeout, a requeue backoff from 60 s)
+	// and v0.17.0 leaves it off.
+	WaitForPodsReady *KueueWaitForPodsReady
+}
+
+// KueueWaitForPodsReady is Kueue's waitForPodsReady: an admitted workload whose pods are not all
+// ready (or succeeded) within Timeout of its admission is evicted and requeued after a backoff
+// of about BackoffBaseSeconds·2^(n-1) s; after BackoffLimitCount requeues (0: no limit) it is
+// deactivated.
+type KueueWaitForPodsReady struct {
+	Timeout            time.Duration
+	BackoffBaseSeconds int32
+	BackoffLimitCount  int32
+}
+
+// config is the section of Kueue's Configuration.
+func (w KueueWaitForPodsReady) config() map[string]any {
+	rs := map[string]any{}
+	if w.BackoffBaseSeconds > 0 {
+		rs["backoffBaseSeconds"] = w.BackoffBaseSeconds
+	}
+	if w.BackoffLimitCount > 0 {
+		rs["backoffLimitCount"] = w.BackoffLimitCount
+	}
+	return map[string]any{"timeout": w.Timeout.String(), "requeuingStrategy": rs}
 }
 
 // kueueConversionCRDs are the CRDs whose conversion Kueue's kustomization sends to its webhook
@@ -234,6 +260,9 @@ func kueueConfig(c Config, certDir string, frameworks []string, o KueueOptions) 
 			mappings = append(mappings, map[string]any{"name": name, "deviceClassNames": o.DeviceClassMappings[name]})
 		}
 		cfg["resources"] = map[string]any{"deviceClassMappings": mappings}
+	}
+	if o.WaitForPodsReady != nil {
+		cfg["waitForPodsReady"] = o.WaitForPodsReady.config()
 	}
 	if o.MultiKueue {
 		cfg["multiKueue"] = map[string]any{"origin": c.Name, "gcInterval": "10s", "workerLostTimeout": "1m"}

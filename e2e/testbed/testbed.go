@@ -125,7 +125,7 @@ func DefaultConfig() (Config, error) {
 // Beside is a second testbed on this machine beside c, for a test that needs two clusters at
 // once (MultiKueue's manager and worker): c's binaries and settings, its own name, work
 // directory (c's, suffixed with name) and ports (from portBase: a testbed listens on PortBase+247
-// to PortBase+545, so bases 400 apart do not overlap). Up, Down and everything else that takes a
+// to PortBase+546 (Prometheus, StartPrometheus), so bases 400 apart do not overlap). Up, Down and everything else that takes a
 // Config run it as they run c, from the same process.
 func (c Config) Beside(name string, portBase int) Config {
 	o := c

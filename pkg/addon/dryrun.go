@@ -274,7 +274,9 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 		if !ran[i] {
 			err = ctx.Err() // ParallelizeUntil stopped before this one
 		}
-		switch Classify(err) {
+		verdict := Classify(err)
+		dryRuns.WithLabelValues(verdict.String()).Inc()
+		switch verdict {
 		case Refused:
 			errs = append(errs, Causes(objs[i].Path, err)...)
 		case Unsure:

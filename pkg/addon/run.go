@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -61,6 +63,13 @@ type Options struct {
 	Burst int
 	// Flags registers the controller's own flags beside the shared ones; Setup reads them.
 	Flags func(fs *pflag.FlagSet)
+	// Kinds the add-on writes: jobset_addons_objects_total has their series from the start.
+	Kinds []string
+	// Waits, if set, lists from the cache what the JobSets that use the add-on wait on
+	// (jobset_addons_jobsets_waiting, read at each scrape); WaitReasons are its reasons,
+	// reported at 0 when nothing waits on them.
+	Waits       func(ctx context.Context, c client.Reader) ([]Wait, error)
+	WaitReasons []string
 	// Setup registers controllers and webhooks. It runs before the manager starts, so that the
 	// informers it makes list together as the manager starts, not one after the other; the
 	// manager it is given adds the webhook server only once the certificate is ready.
@@ -98,6 +107,9 @@ func Run(ctx context.Context, opts Options, args []string, restCfg *rest.Config)
 	}
 	m, err := newManager(ctx, opts, cfg, restCfg, log)
 	if err != nil {
+		return err
+	}
+	if err := m.registerMetrics(ctx, opts); err != nil {
 		return err
 	}
 	ready, err := addChecks(m.Manager, opts, cfg)
@@ -260,6 +272,24 @@ func newManager(ctx context.Context, opts Options, cfg Config, restCfg *rest.Con
 		}
 	}
 	return m, nil
+}
+
+// registerMetrics registers the shared metrics (metrics.go) with the label addon.
+func (m *runManager) registerMetrics(ctx context.Context, opts Options) error {
+	if err := registerMetrics(ctrlmetrics.Registry, opts.Name, opts.Kinds); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	watchLeader(ctx, m.Manager)
+	if opts.Waits == nil {
+		return nil
+	}
+	c := m.GetCache()
+	w := NewWaits("jobset_addons_jobsets_waiting", "JobSets waiting on something the add-on owns (a stage, a barrier, a gang, a claim), by reason.",
+		opts.WaitReasons, func(ctx context.Context) ([]Wait, error) { return opts.Waits(ctx, c) })
+	if err := RegisterWaits(ctrlmetrics.Registry, opts.Name, w); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	return nil
 }
 
 // readiness is what /readyz waits for: the certificates, then the webhook server.

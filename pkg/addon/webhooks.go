@@ -34,10 +34,11 @@ func RegisterJobSetWebhooks[T runtime.Object](mgr ctrl.Manager, obj T, hook inte
 	admission.Defaulter[T]
 	admission.Validator[T]
 }) error {
+	refusals.WithLabelValues("jobset", "FieldValueInvalid") // the series from the start
 	err := ctrl.NewWebhookManagedBy(mgr, obj).
 		WithDefaulter(hereOnly[T]{hook}).
 		WithDefaulterCustomPath(MutateJobSetPath).
-		WithValidator(hook).
+		WithValidator(countedValidator[T]{hook}).
 		WithValidatorCustomPath(ValidateJobSetPath).
 		Complete()
 	if err != nil {
@@ -55,4 +56,24 @@ func (d hereOnly[T]) Default(ctx context.Context, obj T) error {
 		return nil
 	}
 	return d.Defaulter.Default(ctx, obj)
+}
+
+// countedValidator counts the JobSets hook refuses (jobset_addons_webhook_refusals_total,
+// webhook "jobset").
+type countedValidator[T runtime.Object] struct{ admission.Validator[T] }
+
+func (v countedValidator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
+	w, err := v.Validator.ValidateCreate(ctx, obj)
+	if err != nil {
+		countRefusal("jobset", err)
+	}
+	return w, err
+}
+
+func (v countedValidator[T]) ValidateUpdate(ctx context.Context, oldObj, newObj T) (admission.Warnings, error) {
+	w, err := v.Validator.ValidateUpdate(ctx, oldObj, newObj)
+	if err != nil {
+		countRefusal("jobset", err)
+	}
+	return w, err
 }

@@ -79,6 +79,12 @@ const (
 	JobCompletionIndexAnnotationKey = batchv1.JobCompletionIndexAnnotation
 	// JobCompletionIndexLabelKey is the same key as JobCompletionIndexAnnotationKey, used as a label.
 	JobCompletionIndexLabelKey = JobCompletionIndexAnnotationKey
+
+	// KueueQueueNameLabelKey is Kueue's label naming the LocalQueue of a job (sigs.k8s.io/kueue,
+	// constants.QueueLabel), written here: Kueue's module is built on another Kubernetes. A
+	// JobSet that carries it is queued by Kueue; resourceclaims and the sequencer warn at its
+	// admission of what Kueue does not see.
+	KueueQueueNameLabelKey = "kueue.x-k8s.io/queue-name"
 )
 
 // volumeclaims.

@@ -145,6 +145,7 @@ func TestKeys(t *testing.T) {
 		"StartBarrierAnnotationKey": StartBarrierAnnotationKey, "StartBarrierTimeoutAnnotationKey": StartBarrierTimeoutAnnotationKey,
 		"StartBarrierOpenedAnnotationKey": StartBarrierOpenedAnnotationKey, "StartBarrierLabelKey": StartBarrierLabelKey,
 		"StartBarrierStateAnnotationKey": StartBarrierStateAnnotationKey, "StartBarrierContainerName": StartBarrierContainerName,
+		"KueueQueueNameLabelKey": KueueQueueNameLabelKey,
 		"SchedulerAnnotationKey": SchedulerAnnotationKey, "VolcanoQueueNameAnnotationKey": VolcanoQueueNameAnnotationKey,
 		"NetworkTopologyAnnotationKey": NetworkTopologyAnnotationKey, "VolcanoGroupNameAnnotationKey": VolcanoGroupNameAnnotationKey,
 		"CoschedulingPodGroupLabelKey": CoschedulingPodGroupLabelKey, "PodGroupStageLabelKey": PodGroupStageLabelKey,

@@ -3,6 +3,7 @@
 //	go run . check DIR             check every DIR/<mode>_<controllers>.yaml
 //	go run . check-webhooks DIR    check the webhook configurations rendered from testdata/_webhooks.tpl
 //	go run . check-kind FILE       check the render of hack/kind/values.yaml (make e2e-kind)
+//	go run . check-rules FILE RULES  the render's PrometheusRule holds the rule file RULES
 //	go run . strip-group G IN OUT  copy the render IN to OUT without the objects of API group G
 //
 // A render's file name says what it was rendered with: <mode> is the chart's
@@ -58,10 +59,12 @@ func run(args []string) error {
 			fmt.Printf("%s: images, webhook Services and certificates fit kind\n", args[1])
 		}
 		return err
+	case len(args) == 3 && args[0] == "check-rules":
+		return checkRulesFile(args[1], args[2])
 	case len(args) == 4 && args[0] == "strip-group":
 		return stripGroup(args[1], args[2], args[3])
 	}
-	return errors.New("usage: tests check DIR | tests check-webhooks DIR | tests check-kind FILE | tests strip-group GROUP IN OUT")
+	return errors.New("usage: tests check DIR | tests check-webhooks DIR | tests check-kind FILE | tests check-rules FILE RULES | tests strip-group GROUP IN OUT")
 }
 
 // doc is one object of a render: its YAML and what identifies it.

@@ -12,10 +12,12 @@
 //	                run the add-on controller bin/NAME on the testbed with its webhooks
 //	testbed gang    run Volcano's scheduler and scheduler-plugins' coscheduling scheduler
 //	                beside the default one, with their CRDs (before podgroups starts)
-//	testbed kueue [FRAMEWORK...]
+//	testbed kueue [--wait-for-pods-ready=DURATION] [FRAMEWORK...]
 //	                run Kueue (make kueue-bins) beside JobSet with its webhooks on 127.0.0.1, its
 //	                CRDs from its module, and the testbed's topology labels on the nodes; its
-//	                integrations are FRAMEWORK... (default jobset.x-k8s.io/jobset)
+//	                integrations are FRAMEWORK... (default jobset.x-k8s.io/jobset); with
+//	                --wait-for-pods-ready, Kueue's waitForPodsReady timeout is DURATION (its
+//	                requeue backoff from 1 s) rather than Kueue's default (v0.19: 30m)
 //	testbed kueue-down
 //	                stop Kueue and remove its webhook configurations
 //	testbed trainer run Kubeflow Trainer (testbed.TrainerVersion, make trainer-bins) beside
@@ -38,6 +40,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,7 +112,11 @@ func main() {
 			fail(err)
 		}
 	case "kueue":
-		if err := testbed.StartKueue(ctx, cfg, testbed.KueueOptions{Frameworks: os.Args[2:]}, log); err != nil {
+		o, err := kueueOptions(os.Args[2:])
+		if err != nil {
+			fail(err)
+		}
+		if err := testbed.StartKueue(ctx, cfg, o, log); err != nil {
 			fail(err)
 		}
 		log("Kueue is ready; it logs to %s", cfg.ProcessLog("kueue"))
@@ -156,7 +163,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kueue [FRAMEWORK...]|kueue-down|trainer|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
+	fmt.Fprintln(os.Stderr, "usage: testbed up|down|env|ps|gang|kueue [--wait-for-pods-ready=DURATION] [FRAMEWORK...]|kueue-down|trainer|kwok-stages|fit-cluster N|addon NAME [ARGS...]|spawn NAME BIN [ARGS...]|wait-http URL")
 	os.Exit(2)
 }
 
@@ -170,4 +177,23 @@ func arg(i int) string {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "testbed:", err)
 	os.Exit(1)
+}
+
+// kueueOptions reads `testbed kueue`'s arguments: --wait-for-pods-ready=DURATION, then the
+// frameworks.
+func kueueOptions(args []string) (testbed.KueueOptions, error) {
+	var o testbed.KueueOptions
+	for _, a := range args {
+		v, ok := strings.CutPrefix(a, "--wait-for-pods-ready=")
+		if !ok {
+			o.Frameworks = append(o.Frameworks, a)
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("--wait-for-pods-ready=%s: want a positive duration, as 20s", v)
+		}
+		o.WaitForPodsReady = &testbed.KueueWaitForPodsReady{Timeout: d, BackoffBaseSeconds: 1}
+	}
+	return o, nil
 }

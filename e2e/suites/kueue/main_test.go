@@ -16,6 +16,9 @@
 //   - TestTopologyAwareScheduling: Kueue's topology gate and the sequencer's gate on the same pods.
 //   - TestGangs: Kueue admits, the gang scheduler (coscheduling, kube-scheduler's Workload API)
 //     binds: no deadlock, one gang per gang.
+//   - TestWaitForPodsReady: Kueue restarted with a 20 s waitForPodsReady.timeout evicts a JobSet
+//     whose first stage works longer than that, the sequencer's gate holding its second; what
+//     works (a first stage shorter than the timeout, wait-for Ready), and the Warning.
 package kueue_test
 
 import (
@@ -65,7 +68,7 @@ func TestMain(m *testing.M) {
 		if err := framework.StartGangSchedulers(ctx, tb, logf); err != nil {
 			return ctx, err
 		}
-		if err := framework.StartKueue(ctx, tb, framework.KueueOptions{DeviceClassMappings: map[string][]string{quotaDevice: {quotaClass}}}, logf); err != nil {
+		if err := framework.StartKueue(ctx, tb, suiteKueue(), logf); err != nil {
 			return ctx, err
 		}
 		return ctx, publishDevices(ctx, cfg)

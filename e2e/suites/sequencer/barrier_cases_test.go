@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,21 +83,36 @@ func TestStartBarrierTimeout(t *testing.T) {
 		c := framework.Client(t, cfg)
 		js := withBarrier(addontest.JobSet(framework.NamespaceFrom(ctx), "stuck"), contract.StartBarrierJobSet, "4s").
 			ReplicatedJobs(replicated("w", 1, 2, "1s"), heldBack(replicated("never", 1, 1, "1s"), "nowhere")).Obj()
+		// The pods as last seen (every 50 ms): a failed JobSet's pods may be deleted.
+		var mu sync.Mutex
+		last := map[string]corev1.Pod{}
+		stop := framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range pods {
+				last[p.Name] = p
+			}
+		}, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name})
 		framework.CreateAll(ctx, t, c, js)
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetFailed)
-
+		time.Sleep(200 * time.Millisecond)
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
 		var missing string
-		for _, p := range jobSetPods(ctx, t, c, js) {
+		var seen []corev1.Pod
+		for _, p := range last {
+			seen = append(seen, p)
 			if p.Labels[contract.ReplicatedJobNameLabelKey] == "never" {
 				missing = p.Name
 			}
 		}
 		if missing == "" {
-			t.Fatal("the pod that could not be placed is gone")
+			t.Fatal("never's pod was not seen")
 		}
 		want := fmt.Sprintf("1 of 3 pods not at the barrier: %s (not scheduled)", missing)
 		failed := 0
-		for _, p := range jobSetPods(ctx, t, c, js) {
+		for _, p := range seen {
 			if p.Labels[contract.ReplicatedJobNameLabelKey] != "w" {
 				continue
 			}
@@ -211,6 +227,52 @@ func TestStartBarrierSequencerKilled(t *testing.T) {
 		time.Sleep(time.Second)
 		if opened := eventsSaying(ctx, t, c, js, "StartBarrierOpened", 1); len(opened) != 1 {
 			t.Errorf("StartBarrierOpened told %d times: %q", len(opened), opened)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestStartBarrierNewPod: once a barrier is open, a pod that comes later in the same attempt (a
+// Job's retry of a deleted pod here; an elastic scale-up or a RestartJob's new Job alike) is
+// told open as soon as it is seen, without waiting for anyone.
+func TestStartBarrierNewPod(t *testing.T) {
+	f := framework.NamespacedFeature("a new pod of an open barrier", "is told open at once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		js := withBarrier(addontest.JobSet(framework.NamespaceFrom(ctx), "newpod"), contract.StartBarrierJobSet, "").
+			ReplicatedJobs(replicated("w", 1, 2, "20s").BackoffLimit(ptr.To[int32](1))).Obj()
+		framework.CreateAll(ctx, t, c, js)
+		var first corev1.Pod
+		framework.Eventually(ctx, t, time.Minute, "both pods running", func(ctx context.Context) (bool, string, error) {
+			pods := jobSetPods(ctx, t, c, js)
+			if countPods(pods, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodRunning && barrierState(p) == contract.StartBarrierOpen
+			}) != 2 {
+				return false, "", nil
+			}
+			first = pods[0]
+			return true, "", nil
+		})
+		if err := c.Delete(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, time.Minute, "the new pod told open and running", func(ctx context.Context) (bool, string, error) {
+			for _, p := range jobSetPods(ctx, t, c, js) {
+				if p.UID != first.UID && p.Name != first.Name && p.DeletionTimestamp == nil && attemptOf(&p) == 0 &&
+					p.CreationTimestamp.After(first.CreationTimestamp.Time) {
+					return barrierState(&p) == contract.StartBarrierOpen && p.Status.Phase == corev1.PodRunning, string(p.Status.Phase), nil
+				}
+			}
+			return false, "no new pod yet", nil
+		})
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			t.Fatal(err)
+		}
+		if got := openedAnnotation(t, js); got.RestartAttempt != 0 || !slices.Equal(got.Groups, []string{"jobset"}) {
+			t.Errorf("opened annotation %+v, want attempt 0, jobset", got)
+		}
+		if opened := eventsSaying(ctx, t, c, js, "StartBarrierOpened", 1); len(opened) != 1 {
+			t.Errorf("StartBarrierOpened %q, want one", opened)
 		}
 		return ctx
 	})

@@ -3,6 +3,7 @@ package sequencer_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -230,6 +231,10 @@ func TestStartBarrier(t *testing.T) {
 		pods := jobSetPods(ctx, t, c, js)
 		if n := countPods(pods, func(p *corev1.Pod) bool { return barrierState(p) != "" || p.Status.Phase != corev1.PodPending }); n != 0 {
 			t.Errorf("%d pods told or running before the last pod waits", n)
+		}
+		status := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
+		if !regexp.MustCompile(`(?m)^\s*jobset\s+0\s+4\s+2\s+no\s+barrier-late-0-0-\S+ \(not scheduled\), barrier-late-0-1-\S+ \(not scheduled\)\s*$`).MatchString(status) {
+			t.Errorf("kubectl jobset-addons status does not show the barrier waiting for late's pods:\n%s", status)
 		}
 		labelNode(ctx, t, c, ns)
 		waitFinished(ctx, t, c, js)

@@ -68,15 +68,6 @@ func attemptOf(p *corev1.Pod) int {
 	return n
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 func schedulingGated(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
@@ -123,7 +114,7 @@ func (s sequence) check(pods []corev1.Pod, succeeded map[types.UID]succeededPod)
 		}
 		for _, d := range deps {
 			held := count(d.name, func(p *corev1.Pod) bool {
-				return p.Status.Phase == corev1.PodSucceeded || (d.status == contract.DependencyReady && p.DeletionTimestamp == nil && podReady(p))
+				return p.Status.Phase == corev1.PodSucceeded || (d.status == contract.DependencyReady && p.DeletionTimestamp == nil && framework.PodReady(p))
 			}, false)
 			if held < s.pods[d.name] {
 				bad = append(bad, fmt.Sprintf("attempt %d: %d pods of %s bound while %d of %d pods of %s are %s", attempt, bound, rj, held, s.pods[d.name], d.name, d.status))

@@ -1,9 +1,72 @@
 package controller
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
+
+// Kinds is Options.Kinds of the add-on: the kind names its writes count under.
+var Kinds = []string{"PodGroup", "Workload", "CompositePodGroup"}
+
+// WaitReason is the reason of jobset_addons_jobsets_waiting: a gang-scheduled JobSet whose
+// Jobs have pods and not one of them ready or succeeded (the gang is not placed).
+const WaitReason = "gang"
+
+// Waits is Options.Waits: the running JobSets that use podgroups whose Jobs of the current
+// attempt have active pods and none ready or succeeded, from the oldest such Job's creation.
+func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
+	var jss jobsetv1alpha2.JobSetList
+	if err := c.List(ctx, &jss, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	byJobSet := map[string][]batchv1.Job{}
+	for _, j := range jobs.Items {
+		k := j.Namespace + "/" + j.Labels[contract.JobSetNameLabelKey]
+		byJobSet[k] = append(byJobSet[k], j)
+	}
+	var out []addon.Wait
+	for i := range jss.Items {
+		js := &jss.Items[i]
+		if !gang.Uses(js) || ptr.Deref(js.Spec.Suspend, false) || jobsets.Finished(js) || contract.ManagedElsewhere(js.Spec.ManagedBy) {
+			continue
+		}
+		key := js.Namespace + "/" + js.Name
+		owned := jobsets.OwnedJobs(js, byJobSet[key])
+		attempt := jobsets.CurrentAttempt(js, owned)
+		var active, started int32
+		var since time.Time
+		for _, j := range owned {
+			if jobsets.AttemptOf(j.Labels) != attempt {
+				continue
+			}
+			active += j.Status.Active
+			started += ptr.Deref(j.Status.Ready, 0) + j.Status.Succeeded
+			if since.IsZero() || j.CreationTimestamp.Time.Before(since) {
+				since = j.CreationTimestamp.Time
+			}
+		}
+		if active > 0 && started == 0 {
+			out = append(out, addon.Wait{Reason: WaitReason, Key: key, Since: since})
+		}
+	}
+	return out, nil
+}
 
 // Metrics carry bounded labels only (scheduler, reason), never a JobSet.
 var (

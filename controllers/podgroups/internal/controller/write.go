@@ -49,10 +49,12 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		err := r.Client.Create(ctx, want)
 		if err == nil {
 			k.made.Created(want)
+			addon.CountObject(k.name, addon.ActionCreated, 1)
 			return created, want, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			reconcileErrors.WithLabelValues("create").Inc()
+			addon.CountObject(k.name, addon.ActionFailed, 1)
 			return unchanged, none, fmt.Errorf("creating %s %s: %w", k.name, want.GetName(), err)
 		}
 		// Ours and not in the cache yet, or someone else's.
@@ -92,8 +94,10 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 			return unchanged, none, nil // deleted meanwhile: the delete event brings us back
 		}
 		reconcileErrors.WithLabelValues("update").Inc()
+		addon.CountObject(k.name, addon.ActionFailed, 1)
 		return unchanged, none, fmt.Errorf("updating %s %s: %w", k.name, want.GetName(), err)
 	}
+	addon.CountObject(k.name, addon.ActionUpdated, 1)
 	return updated, whole, nil
 }
 
@@ -118,8 +122,10 @@ func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (
 			return false, nil
 		}
 		reconcileErrors.WithLabelValues("delete").Inc()
+		addon.CountObject(kind, addon.ActionFailed, 1)
 		return false, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err)
 	}
 	r.deleted.Wrote(o)
+	addon.CountObject(kind, addon.ActionDeleted, 1)
 	return true, nil
 }

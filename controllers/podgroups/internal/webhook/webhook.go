@@ -60,7 +60,7 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: JobWebhook{}})
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", JobWebhook{})})
 	return nil
 }
 

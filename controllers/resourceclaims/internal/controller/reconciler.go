@@ -359,9 +359,11 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 			case err == nil || apierrors.IsNotFound(err):
 				r.changed.Wrote(a.delete)
 				claimsDeleted.WithLabelValues(a.cause).Inc()
+				addon.CountObject(KindClaim, addon.ActionDeleted, 1)
 				out.add(a.jobName, "deleted", a.delete.Name, nil)
 			default:
 				reconcileErrors.WithLabelValues("delete").Inc()
+				addon.CountObject(KindClaim, addon.ActionFailed, 1)
 				out.add(a.jobName, "failed", a.delete.Name, fmt.Errorf("deleting %s: %w", a.delete.Name, err))
 			}
 		}
@@ -418,6 +420,7 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	if err == nil {
 		r.made.Created(a.create)
 		claimsCreated.Inc()
+		addon.CountObject(KindClaim, addon.ActionCreated, 1)
 		out.add(a.jobName, "created", a.create.Name, nil)
 		return
 	}
@@ -426,12 +429,14 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	}
 	if addon.Classify(err) == addon.Refused {
 		reconcileErrors.WithLabelValues("refused").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
 		out.refused.Add(a.create.Labels[contract.ResourceClaimTemplateLabelKey], a.create.Name, err)
 		out.refusedJobs.Store(a.create.Name, a.jobName)
 		return
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		reconcileErrors.WithLabelValues("create").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
 		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
 		return
 	}
@@ -463,6 +468,7 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 				return
 			}
 			claimsDeleted.WithLabelValues("stale").Inc()
+			addon.CountObject(KindClaim, addon.ActionDeleted, 1)
 			out.add(a.jobName, "deleted", found.Name, nil)
 		}
 	}
@@ -490,11 +496,13 @@ func (r *Reconciler) adopt(ctx context.Context, a action, out *outcome) {
 	}
 	if err != nil {
 		reconcileErrors.WithLabelValues("adopt").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
 		out.add(a.jobName, "failed", a.adopt.Name, fmt.Errorf("adopting %s for its Job: %w", a.adopt.Name, err))
 		return
 	}
 	r.changed.Wrote(a.adopt)
 	claimsAdopted.Inc()
+	addon.CountObject(KindClaim, addon.ActionUpdated, 1)
 }
 
 // controlledBy tells whether o's controller has the UID uid.

@@ -10,10 +10,6 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// kueueQueueNameLabel is Kueue's label naming the LocalQueue of a job (sigs.k8s.io/kueue,
-// constants.QueueLabel), written here: Kueue's module is built on another Kubernetes.
-const kueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
-
 // kueueWarnings tells the user of a JobSet queued by Kueue (it names a LocalQueue) that Kueue
 // does not count the devices of the claims resourceclaims makes. Kueue builds its Workload from
 // the JobSet's pod templates and counts devices only from them, per pod (ResourceClaimTemplates,
@@ -22,7 +18,7 @@ const kueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
 // Kueue has no way to count once per Job. So a ClusterQueue's device quota is not charged for
 // them (docs/install.md, "With Kueue").
 func kueueWarnings(js *jobsetv1alpha2.JobSet) admission.Warnings {
-	queue := js.Labels[kueueQueueNameLabel]
+	queue := js.Labels[contract.KueueQueueNameLabelKey]
 	if queue == "" {
 		return nil
 	}

@@ -2,8 +2,10 @@ package webhook
 
 import (
 	"context"
-	"strings"
 	"testing"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 const validTemplates = `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu.example.com}}]}}}]`
@@ -16,9 +18,9 @@ func TestKueueWarning(t *testing.T) {
 		want   []string
 	}{
 		{name: "no LocalQueue"},
-		{name: "empty LocalQueue", labels: map[string]string{kueueQueueNameLabel: ""}},
-		{name: "LocalQueue, no templates", labels: map[string]string{kueueQueueNameLabel: "team-a"}, plain: true},
-		{name: "LocalQueue and templates", labels: map[string]string{kueueQueueNameLabel: "team-a"}, want: []string{
+		{name: "empty LocalQueue", labels: map[string]string{contract.KueueQueueNameLabelKey: ""}},
+		{name: "LocalQueue, no templates", labels: map[string]string{contract.KueueQueueNameLabelKey: "team-a"}, plain: true},
+		{name: "LocalQueue and templates", labels: map[string]string{contract.KueueQueueNameLabelKey: "team-a"}, want: []string{
 			"Kueue does not count the devices of the claims made for ReplicatedJobs workers (resourceclaims.jobset-addons.io/templates)",
 			`LocalQueue "team-a"`, "device quota (deviceClassMappings) is not charged", "docs/install.md",
 		}},
@@ -34,20 +36,7 @@ func TestKueueWarning(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tc.want) == 0 {
-				if len(warnings) != 0 {
-					t.Errorf("warnings %q, want none", warnings)
-				}
-				return
-			}
-			if len(warnings) != 1 {
-				t.Fatalf("warnings %q, want one", warnings)
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(warnings[0], s) {
-					t.Errorf("warning %q: want it to say %q", warnings[0], s)
-				}
-			}
+			addontest.WantWarning(t, warnings, tc.want...)
 		})
 	}
 }

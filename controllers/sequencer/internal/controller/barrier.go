@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -104,30 +102,10 @@ func trimBarrierPod(obj any) {
 		spec.InitContainers = []corev1.Container{{Name: contract.StartBarrierContainerName}}
 	}
 	status := corev1.PodStatus{Phase: p.Status.Phase}
-	if s := barrierStatus(p); s != nil {
+	if s := jobsets.BarrierStatus(p); s != nil {
 		status.InitContainerStatuses = []corev1.ContainerStatus{*s}
 	}
 	p.Spec, p.Status = spec, status
-}
-
-// barrierStatus is the status of the pod's barrier container, or nil.
-func barrierStatus(p *corev1.Pod) *corev1.ContainerStatus {
-	for i := range p.Status.InitContainerStatuses {
-		if p.Status.InitContainerStatuses[i].Name == contract.StartBarrierContainerName {
-			return &p.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-// waitingSince is when the pod reached its barrier (the barrier container's start), and whether
-// it waits there now: bound, the container running, not told to fail.
-func waitingSince(p *corev1.Pod) (time.Time, bool) {
-	s := barrierStatus(p)
-	if p.Spec.NodeName == "" || s == nil || s.State.Running == nil || strings.HasPrefix(p.Annotations[contract.StartBarrierStateAnnotationKey], contract.StartBarrierFailedPrefix) {
-		return time.Time{}, false
-	}
-	return s.State.Running.StartedAt.Time, true
 }
 
 // SetupWithManager registers the reconciler for JobSets with a start barrier and their pods.
@@ -221,7 +199,7 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			jobsets.AttemptOf(p.Labels) != attempt || jobsets.PodFinished(p) || !sequence.HasBarrier(&p.Spec) {
 			continue
 		}
-		since, waiting := waitingSince(p)
+		since, waiting := jobsets.AtBarrier(p)
 		members[gi] = append(members[gi], barrierPod{pod: p, since: since, waiting: waiting})
 	}
 
@@ -242,7 +220,7 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 }
 
 // reconcileGroup does what one barrier needs, and says when to look again.
-func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b sequence.Barrier, g sequence.BarrierGroup,
+func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b sequence.Barrier, g jobsets.BarrierGroup,
 	pods []barrierPod, opened *contract.BarriersOpened, attempt int32, now time.Time) (time.Duration, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("barrier", g.Name, "attempt", attempt)
 	if opened.Has(g.Name) { // a pod that came after the opening, or one not told yet
@@ -281,7 +259,11 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 		return 0, nil
 	}
 	waited := now.Sub(first)
-	missing := missingPods(pods, g.Pods)
+	all := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		all[i] = pods[i].pod
+	}
+	missing := jobsets.NotAtBarrier(all, g.Pods, 10)
 	key := fmt.Sprintf("%d/%s", attempt, g.Name)
 	if waited >= b.Timeout {
 		reason := fmt.Sprintf("%stimed out after %v (restart attempt %d, barrier %s): %d of %d pods not at the barrier: %s",
@@ -314,31 +296,6 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 // the timeout, at most a minute.
 func WarnAfter(timeout time.Duration) time.Duration { return min(timeout/2, time.Minute) }
 
-// missingPods names the pods of a barrier that do not wait at it, with what they are doing, and
-// counts those not made yet: "a-node-0-1 (not scheduled), 2 pods not created yet".
-func missingPods(pods []barrierPod, want int32) string {
-	var parts []string
-	for _, p := range pods {
-		if p.waiting {
-			continue
-		}
-		what := "not scheduled"
-		if p.pod.Spec.NodeName != "" {
-			what = "on " + p.pod.Spec.NodeName + ", not at the barrier yet"
-		}
-		parts = append(parts, p.pod.Name+" ("+what+")")
-	}
-	slices.Sort(parts)
-	const shown = 10
-	if len(parts) > shown {
-		parts = append(parts[:shown], fmt.Sprintf("and %d more", len(parts)-shown))
-	}
-	if n := int(want) - len(pods); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d pods not created yet", n))
-	}
-	return strings.Join(parts, ", ")
-}
-
 const openState = contract.StartBarrierOpen
 
 // tell writes state into the barrier-state annotation of every pod that does not hold it yet,
@@ -354,9 +311,11 @@ func (r *BarrierReconciler) tell(ctx context.Context, pods []barrierPod, state s
 	err := patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), func(err error) {
 		if err != nil {
 			barrierErrors.WithLabelValues("patch-pod").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
 			return
 		}
 		barrierPodsTold.Inc()
+		addon.CountObject("Pod", addon.ActionUpdated, 1)
 	})
 	if len(todo) > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("Told barrier pods", "count", len(todo), "state", state)

@@ -158,6 +158,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if annErr == nil {
 		for _, s := range d.newly {
+			if podErr == nil {
+				observeHandoff(s, doneAt(jobs.Items, attempt, s.DependsOn, start), r.Clock.Now())
+			}
 			status := strictest(s.DependsOn)
 			for _, name := range s.ReplicatedJobs {
 				replicatedJobsReleased.WithLabelValues(string(status)).Inc()
@@ -294,9 +297,11 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	err := patchPods(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), func(err error) {
 		if err != nil {
 			reconcileErrors.WithLabelValues("patch-pod").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
 			return
 		}
 		podsReleased.Inc()
+		addon.CountObject("Pod", addon.ActionUpdated, 1)
 	})
 	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo))
 	return err

@@ -51,43 +51,9 @@ func ReadBarrier(js *jobsetv1alpha2.JobSet) (b Barrier, ok bool, errs field.Erro
 	return b, true, errs
 }
 
-// BarrierGroup is one barrier of a restart attempt: the ReplicatedJobs whose pods wait for each
-// other, and how many pods that is.
-type BarrierGroup struct {
-	// Name is contract.StartBarrierGroup.
-	Name string
-	// Stage is the index of the stage the group is (0 for a JobSet barrier).
-	Stage int
-	// ReplicatedJobs are the group's ReplicatedJobs, in spec order.
-	ReplicatedJobs []string
-	// Pods is how many pods the barrier waits for: the sum over its ReplicatedJobs of replicas
-	// times the pods of one Job running at once (jobsets.PodsPerJob).
-	Pods int32
-}
-
-// BarrierGroups are the barriers of the JobSet: one for all its ReplicatedJobs (mode JobSet, or
-// Stage without sequencing), or one per stage.
-func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []BarrierGroup {
-	if mode != contract.StartBarrierStage || len(stages) <= 1 {
-		g := BarrierGroup{Name: contract.StartBarrierGroup(contract.StartBarrierJobSet, 0)}
-		for i := range js.Spec.ReplicatedJobs {
-			rj := &js.Spec.ReplicatedJobs[i]
-			g.ReplicatedJobs = append(g.ReplicatedJobs, rj.Name)
-			g.Pods += rj.Replicas * jobsets.PodsPerJob(rj)
-		}
-		return []BarrierGroup{g}
-	}
-	groups := make([]BarrierGroup, 0, len(stages))
-	for _, s := range stages {
-		g := BarrierGroup{Name: contract.StartBarrierGroup(contract.StartBarrierStage, s.Index), Stage: s.Index, ReplicatedJobs: s.ReplicatedJobs}
-		for _, name := range s.ReplicatedJobs {
-			if rj := ReplicatedJob(js, name); rj != nil {
-				g.Pods += rj.Replicas * jobsets.PodsPerJob(rj)
-			}
-		}
-		groups = append(groups, g)
-	}
-	return groups
+// BarrierGroups are the barriers of the JobSet (jobsets.BarrierGroups).
+func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []jobsets.BarrierGroup {
+	return jobsets.BarrierGroups(js, mode, stages)
 }
 
 // BarrierContainer is the init container the webhook appends, image the barrier's.

@@ -59,9 +59,17 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
-// in one response.
+// in one response, and warns of Kueue's waitForPodsReady when a JobSet Kueue queues has stages
+// that wait for a predecessor to complete (kueueWarnings).
 func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	return nil, jobsets.Invalid(js, ValidateCreate(js))
+	if errs := ValidateCreate(js); len(errs) > 0 {
+		return nil, jobsets.Invalid(js, errs)
+	}
+	if !sequence.Uses(js) {
+		return nil, nil
+	}
+	stages, _ := sequence.Stages(js)
+	return kueueWarnings(js, stages), nil
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.

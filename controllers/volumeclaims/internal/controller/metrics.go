@@ -1,9 +1,53 @@
 package controller
 
 import (
+	"context"
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
+
+// Kinds of the objects the add-on writes (jobset_addons_objects_total).
+const KindPVC = "PersistentVolumeClaim"
+
+// Kinds is Options.Kinds of the add-on.
+var Kinds = []string{KindPVC, "Pod"}
+
+// HeldReason is the reason of jobset_addons_volumeclaims_held_claims: a PVC the add-on deleted
+// (retention) that is still Terminating, held by the pods that ran with it.
+const HeldReason = "pods"
+
+// registerHeld registers jobset_addons_volumeclaims_held_claims and its _longest_seconds, read
+// from the cache at each scrape: the add-on's PVCs being deleted, since their deletion.
+func registerHeld(c client.Reader) error {
+	w := addon.NewWaits("jobset_addons_volumeclaims_held_claims",
+		"PersistentVolumeClaims the add-on deleted that are still Terminating, held by the pods (finished or not) that ran with them.",
+		[]string{HeldReason}, func(ctx context.Context) ([]addon.Wait, error) { return held(ctx, c) })
+	if err := addon.RegisterWaits(metrics.Registry, "volumeclaims", w); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return err
+	}
+	return nil
+}
+
+func held(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &pvcs, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []addon.Wait
+	for _, p := range pvcs.Items {
+		if p.DeletionTimestamp != nil {
+			out = append(out, addon.Wait{Reason: HeldReason, Key: p.Namespace + "/" + p.Name, Since: p.DeletionTimestamp.Time})
+		}
+	}
+	return out, nil
+}
 
 // Metrics carry bounded labels only: scope (shared, per-pod) and reason, never a JobSet.
 var (

@@ -74,6 +74,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}); err != nil {
 		return err
 	}
+	if err := registerHeld(mgr.GetCache()); err != nil {
+		return err
+	}
 	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && policy.Uses(js)
@@ -201,6 +204,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			r.made.Created(pvc)
 			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+			addon.CountObject(KindPVC, addon.ActionCreated, 1)
 		case apierrors.IsAlreadyExists(err) && r.ours(ctx, pvc):
 			// Made by an earlier reconcile, longer ago than the cache has shown it.
 			r.made.Created(pvc)
@@ -215,10 +219,12 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		case addon.Classify(err) == addon.Refused:
 			refused.Add(c.Template.Name, c.Name, err)
 			reconcileErrors.WithLabelValues("refused").Inc()
+			addon.CountObject(KindPVC, addon.ActionFailed, 1)
 			return
 		default:
 			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("create").Inc()
+			addon.CountObject(KindPVC, addon.ActionFailed, 1)
 		}
 	})
 	if n := created.count(); n > 0 {
@@ -244,10 +250,12 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		if err != nil && !apierrors.IsNotFound(err) {
 			failed.add(c.Name, fmt.Errorf("deleting %s: %w", c.Name, err))
 			reconcileErrors.WithLabelValues("delete").Inc()
+			addon.CountObject(KindPVC, addon.ActionFailed, 1)
 			return
 		}
 		deleted.add(c.Name, nil)
 		claimsDeleted.WithLabelValues(scope(c.Shared())).Inc()
+		addon.CountObject(KindPVC, addon.ActionDeleted, 1)
 	})
 	if n := deleted.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Deleted PVCs by retention", "count", n)

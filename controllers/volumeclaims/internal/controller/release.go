@@ -146,11 +146,13 @@ func (r *Reconciler) deleteFinished(ctx context.Context, js *jobsetv1alpha2.JobS
 		if err != nil && !apierrors.IsNotFound(err) {
 			failed.add(p.Name, fmt.Errorf("deleting pod %s: %w", p.Name, err))
 			reconcileErrors.WithLabelValues("delete").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
 			return
 		}
 		outcomes[i] = Outcome(p)
 		deleted.add(p.Name, nil)
 		podsDeleted.Inc()
+		addon.CountObject("Pod", addon.ActionDeleted, 1)
 	})
 	if n := deleted.count(); n > 0 {
 		var told []string

@@ -1,0 +1,98 @@
+package jobsets
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// BarrierGroup is one start barrier of a restart attempt (contract.StartBarrierAnnotationKey):
+// the ReplicatedJobs whose pods wait for each other, and how many pods that is.
+type BarrierGroup struct {
+	// Name is contract.StartBarrierGroup.
+	Name string
+	// Stage is the index of the stage the group is (0 for a JobSet barrier).
+	Stage int
+	// ReplicatedJobs are the group's ReplicatedJobs, in spec order.
+	ReplicatedJobs []string
+	// Pods is how many pods the barrier waits for: the sum over its ReplicatedJobs of replicas
+	// times the pods of one Job running at once (PodsPerJob).
+	Pods int32
+}
+
+// BarrierGroups are the start barriers of the JobSet: one for all its ReplicatedJobs (mode
+// JobSet, or Stage with a single stage), or one per stage of stages (Stages).
+func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []BarrierGroup {
+	if mode != contract.StartBarrierStage || len(stages) <= 1 {
+		g := BarrierGroup{Name: contract.StartBarrierGroup(contract.StartBarrierJobSet, 0)}
+		for i := range js.Spec.ReplicatedJobs {
+			rj := &js.Spec.ReplicatedJobs[i]
+			g.ReplicatedJobs = append(g.ReplicatedJobs, rj.Name)
+			g.Pods += rj.Replicas * PodsPerJob(rj)
+		}
+		return []BarrierGroup{g}
+	}
+	groups := make([]BarrierGroup, 0, len(stages))
+	for _, s := range stages {
+		g := BarrierGroup{Name: contract.StartBarrierGroup(contract.StartBarrierStage, s.Index), Stage: s.Index, ReplicatedJobs: s.ReplicatedJobs}
+		for _, name := range s.ReplicatedJobs {
+			if rj := ReplicatedJob(js, name); rj != nil {
+				g.Pods += rj.Replicas * PodsPerJob(rj)
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// BarrierStatus is the status of the pod's barrier init container, or nil.
+func BarrierStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.InitContainerStatuses {
+		if p.Status.InitContainerStatuses[i].Name == contract.StartBarrierContainerName {
+			return &p.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// AtBarrier tells whether the pod waits at its start barrier now — bound, its barrier container
+// running, not told to fail — and since when (the container's start, to the second).
+func AtBarrier(p *corev1.Pod) (time.Time, bool) {
+	s := BarrierStatus(p)
+	if p.Spec.NodeName == "" || s == nil || s.State.Running == nil ||
+		strings.HasPrefix(p.Annotations[contract.StartBarrierStateAnnotationKey], contract.StartBarrierFailedPrefix) {
+		return time.Time{}, false
+	}
+	return s.State.Running.StartedAt.Time, true
+}
+
+// NotAtBarrier names the pods of a barrier that do not wait at it, with where they are, at most
+// shown of them, and counts those of the want not made yet: "x-late-0-0 (not scheduled),
+// 2 pods not created yet".
+func NotAtBarrier(pods []*corev1.Pod, want int32, shown int) string {
+	var parts []string
+	for _, p := range pods {
+		if _, ok := AtBarrier(p); ok {
+			continue
+		}
+		what := "not scheduled"
+		if p.Spec.NodeName != "" {
+			what = "on " + p.Spec.NodeName + ", not at the barrier yet"
+		}
+		parts = append(parts, p.Name+" ("+what+")")
+	}
+	slices.Sort(parts)
+	if len(parts) > shown {
+		parts = append(parts[:shown], fmt.Sprintf("and %d more", len(parts)-shown))
+	}
+	if n := int(want) - len(pods); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d pods not created yet", n))
+	}
+	return strings.Join(parts, ", ")
+}
