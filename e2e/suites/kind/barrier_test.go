@@ -102,7 +102,7 @@ func barrierRendezvous(ns, name string) *jobsetv1alpha2.JobSet {
 // container starts before the last pod reaches the barrier; the spread of the main starts and
 // the kubelets' latency from the opening (the controller's patch of the pods, as seen by a
 // 50 ms poll) to the main containers started are reported. The rendezvous also proves JobSet's
-// network model across nodes (checkRendezvousNetwork): make test's reduced kind proof.
+// network model across nodes (checkRendezvousNetwork).
 func TestStartBarrierLinesUpStarts(t *testing.T) {
 	f := framework.NamespacedFeature("start barrier", "a late pod: all start together, the rendezvous meets at once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)

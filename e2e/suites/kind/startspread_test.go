@@ -175,7 +175,11 @@ func logRecords(t *testing.T, recs []*podRecord) {
 		}
 		barrier := ""
 		if !r.barrierStarted.IsZero() {
-			barrier = fmt.Sprintf("; barrier reached at +%.3fs, left at +%.3fs exit %d %q", r.barrierStarted.Sub(first[r.attempt]).Seconds(), r.barrierEnded.Sub(first[r.attempt]).Seconds(), r.barrierExit, r.barrierMessage)
+			open := "never seen open"
+			if !r.openSeen.IsZero() {
+				open = fmt.Sprintf("seen open at +%.3fs", r.openSeen.Sub(first[r.attempt]).Seconds())
+			}
+			barrier = fmt.Sprintf("; barrier reached at +%.3fs, %s, left at +%.3fs exit %d %q", r.barrierStarted.Sub(first[r.attempt]).Seconds(), open, r.barrierEnded.Sub(first[r.attempt]).Seconds(), r.barrierExit, r.barrierMessage)
 		}
 		t.Logf("attempt %s %s rank %s %s on %s: %s, exit %d %q%s", r.attempt, r.rjob, r.rank, r.name, r.node, started, r.exitCode, r.message, barrier)
 	}
