@@ -102,20 +102,13 @@ func barrierRendezvous(ns, name string) *jobsetv1alpha2.JobSet {
 // container starts before the last pod reaches the barrier; the spread of the main starts and
 // the kubelets' latency from the opening (the controller's patch of the pods, as seen by a
 // 50 ms poll) to the main containers started are reported. The rendezvous also proves JobSet's
-// network model across nodes (checkRendezvousNetwork): make test's reduced kind proof.
+// network model across nodes (checkRendezvousNetwork).
 func TestStartBarrierLinesUpStarts(t *testing.T) {
 	f := framework.NamespacedFeature("start barrier", "a late pod: all start together, the rendezvous meets at once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		js := barrierRendezvous(ns, "lined-up")
-		stop := recordPods(ctx, c, js, 2)
-		if err := c.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-		end := waitJobSetEnd(ctx, t, c, js)
-		recs := stop()
-		preciseStarts(ctx, t, recs)
-		logRecords(t, recs)
+		end, recs := runRecorded(ctx, t, c, js, 2)
 		if end != jobsetv1alpha2.JobSetCompleted || js.Status.Restarts != 0 {
 			t.Fatalf("JobSet %s after %d restart(s), want Completed at the first attempt", end, js.Status.Restarts)
 		}
@@ -152,14 +145,7 @@ func TestStartBarrierStages(t *testing.T) {
 			contract.StartBarrierAnnotationKey:    string(contract.StartBarrierStage),
 			contract.ExecutionPolicyAnnotationKey: "InOrder",
 		}, 0, a, b)
-		stop := recordPods(ctx, c, js, 2)
-		if err := c.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-		end := waitJobSetEnd(ctx, t, c, js)
-		recs := stop()
-		preciseStarts(ctx, t, recs)
-		logRecords(t, recs)
+		end, recs := runRecorded(ctx, t, c, js, 2)
 		if end != jobsetv1alpha2.JobSetCompleted || js.Status.Restarts != 0 {
 			t.Fatalf("JobSet %s after %d restart(s), want Completed at the first attempt", end, js.Status.Restarts)
 		}
@@ -191,14 +177,7 @@ func TestStartBarrierTimeout(t *testing.T) {
 			contract.StartBarrierAnnotationKey:        string(contract.StartBarrierJobSet),
 			contract.StartBarrierTimeoutAnnotationKey: "15s",
 		}, 0, node, stuck)
-		stop := recordPods(ctx, c, js, 3)
-		if err := c.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-		end := waitJobSetEnd(ctx, t, c, js)
-		recs := stop()
-		preciseStarts(ctx, t, recs)
-		logRecords(t, recs)
+		end, recs := runRecorded(ctx, t, c, js, 3)
 		if end != jobsetv1alpha2.JobSetFailed {
 			t.Errorf("JobSet %s, want Failed", end)
 		}

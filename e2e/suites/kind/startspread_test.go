@@ -175,7 +175,11 @@ func logRecords(t *testing.T, recs []*podRecord) {
 		}
 		barrier := ""
 		if !r.barrierStarted.IsZero() {
-			barrier = fmt.Sprintf("; barrier reached at +%.3fs, left at +%.3fs exit %d %q", r.barrierStarted.Sub(first[r.attempt]).Seconds(), r.barrierEnded.Sub(first[r.attempt]).Seconds(), r.barrierExit, r.barrierMessage)
+			open := "never seen open"
+			if !r.openSeen.IsZero() {
+				open = fmt.Sprintf("seen open at +%.3fs", r.openSeen.Sub(first[r.attempt]).Seconds())
+			}
+			barrier = fmt.Sprintf("; barrier reached at +%.3fs, %s, left at +%.3fs exit %d %q", r.barrierStarted.Sub(first[r.attempt]).Seconds(), open, r.barrierEnded.Sub(first[r.attempt]).Seconds(), r.barrierExit, r.barrierMessage)
 		}
 		t.Logf("attempt %s %s rank %s %s on %s: %s, exit %d %q%s", r.attempt, r.rjob, r.rank, r.name, r.node, started, r.exitCode, r.message, barrier)
 	}
@@ -197,14 +201,7 @@ func TestRendezvousTimeoutRestarts(t *testing.T) {
 		spec := &rj.Template.Spec.Template.Spec
 		spec.InitContainers = append(spec.InitContainers, holdInit(map[string]time.Duration{"node-1-1": 20 * time.Second}))
 		js := kindbed.JobSet(ns, "late", nil, 1, rj)
-		stop := recordPods(ctx, c, js, 2)
-		if err := c.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-		end := waitJobSetEnd(ctx, t, c, js)
-		recs := stop()
-		preciseStarts(ctx, t, recs)
-		logRecords(t, recs)
+		end, recs := runRecorded(ctx, t, c, js, 2)
 		t.Logf("JobSet %s %s after %d restart(s)", js.Name, end, js.Status.Restarts)
 		if js.Status.Restarts < 1 {
 			t.Errorf("JobSet restarts = %d, want at least 1 (attempt 0 fails)", js.Status.Restarts)
@@ -301,4 +298,21 @@ func criTime(ctx context.Context, t *testing.T, node, containerID, field string,
 		t.Errorf("container %s on %s: the CRI's %s %s is not the API's %s", id, node, field, at, api)
 	}
 	return at, true
+}
+
+// runRecorded creates js, records its pods (recordPods) until it is Completed or Failed, takes
+// the containers' starts from the CRI (preciseStarts) and logs them: the JobSet's end and the
+// records.
+func runRecorded(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, podsPerJob int) (jobsetv1alpha2.JobSetConditionType, []*podRecord) {
+	t.Helper()
+	stop := recordPods(ctx, c, js, podsPerJob)
+	if err := c.Create(ctx, js); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	end := waitJobSetEnd(ctx, t, c, js)
+	recs := stop()
+	preciseStarts(ctx, t, recs)
+	logRecords(t, recs)
+	return end, recs
 }
