@@ -129,10 +129,12 @@ $(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
 		chmod -R u+w $(TRAINER_DIR)/crds $(TRAINER_DIR)/webhooks.yaml
 	touch $@
 
-PROMETHEUS_DIR := $(BIN)/prometheus-$(PROMETHEUS_VERSION)
+# Built with Prometheus' own remove_all_sd tag: the tests scrape static targets only, and the
+# cloud service discoveries (AWS, Azure, GCE, Kubernetes, ...) were most of a cold build.
+PROMETHEUS_DIR := $(BIN)/prometheus-$(PROMETHEUS_VERSION)-nosd
 PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.16.0
 $(PROMETHEUS_DIR)/%: tools/prometheus/go.mod
-	hack/build-tool.sh tools/prometheus $@ github.com/prometheus/prometheus/cmd/$* "$(PROMETHEUS_LDFLAGS)"
+	GOFLAGS=-tags=remove_all_sd hack/build-tool.sh tools/prometheus $@ github.com/prometheus/prometheus/cmd/$* "$(PROMETHEUS_LDFLAGS)"
 # The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, from its module (make
 # chart-verify applies them to the testbed to dry-run the chart's monitoring objects).
 PROMETHEUS_OPERATOR_VERSION := v0.94.0
