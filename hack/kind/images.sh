@@ -11,7 +11,7 @@
 #   kind.local/barrier:e2e                    the sequencer's start barrier (controllers/sequencer/barrier), by ko
 #   kind.local/dra-driver:e2e                 e2e/kindbed/images/dra-driver, a DRA driver, by ko
 #   kind.local/rendezvous:e2e                 e2e/kindbed/images/rendezvous, the distributed-start workload, by ko
-#   kind.local/coredns:e2e                    CoreDNS (tools/coredns), by ko: the cluster's DNS on the
+#   kind.local/coredns:e2e                    CoreDNS (tools/coredns: only the plugins its Corefile names), by ko: the cluster's DNS on the
 #                                             offline node image (e2e/kindbed/manifests/coredns.yaml)
 #   kind.local/scheduler-plugins:e2e          scheduler-plugins' scheduler (tools/schedplugins), by ko
 #   $JOBSET_IMAGE                             JobSet (tools/jobset), by ko, under the name its own
@@ -58,7 +58,7 @@ done
 ko_build controllers/sequencer ./barrier kind.local/barrier:e2e
 ko_build e2e ./kindbed/images/dra-driver kind.local/dra-driver:e2e
 ko_build e2e ./kindbed/images/rendezvous kind.local/rendezvous:e2e
-ko_build tools/coredns github.com/coredns/coredns kind.local/coredns:e2e
+ko_build tools/coredns . kind.local/coredns:e2e
 ko_build tools/schedplugins sigs.k8s.io/scheduler-plugins/cmd/scheduler kind.local/scheduler-plugins:e2e
 # JobSet's manifests run /manager; ko puts the binary at /ko-app/jobset.
 ko_build tools/jobset sigs.k8s.io/jobset kind.local/jobset-ko:e2e
