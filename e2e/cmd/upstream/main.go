@@ -3,7 +3,8 @@
 // $KUBECONFIG twice: once with the four add-ons running and their webhooks registered as the
 // chart registers them ("addons"), once with none of them ("bare"). It prints the specs' counts
 // of each pass and fails unless both passes ran, no spec failed, and the same specs passed both
-// ways.
+// ways; the one exception is a spec named in bareRaces failing in the bare pass (no add-on
+// running) while it passed with the add-ons, printed as KNOWN with its reason.
 //
 // The testbed runs no real container (kwok's fake nodes complete every Job's pod after a second):
 // the specs it cannot run are skipped by name with --ginkgo.skip, each with its reason (skips
@@ -50,6 +51,19 @@ var skips = []struct{ spec, reason string }{
 	},
 }
 
+// bareRaces are specs that sometimes fail in the bare pass, where no add-on runs, so that
+// nothing of ours is involved. Such a failure is printed as KNOWN with its reason, and is not a
+// problem as long as the spec passed with the add-ons; any other failure, in either pass, is.
+var bareRaces = []struct{ spec, reason string }{
+	{
+		spec: "should allow to resume JobSet after updating PodTemplate",
+		reason: "the spec suspends, updates the pod template and resumes within some 30 ms; in the bare pass the " +
+			"JobSet then sometimes never completes (timed out after 600 s in 2 of 4 local CI runs, 2026-11-26, " +
+			"Kubernetes v1.37.1 and v1.37.2; never with the add-ons, whose webhooks space those writes); " +
+			"not diagnosed yet",
+	},
+}
+
 // notes are specs that run and pass on the testbed without what their name promises.
 var notes = []struct{ spec, note string }{
 	{"should enable pods to ping each other via hostname", "runs and passes (Jobs created, JobSet Completed), but no ping is sent: kwok pods run no container"},
@@ -86,7 +100,9 @@ type passResult struct {
 	total, passed, failed   int
 	skipped                 int
 	passedSpecs, failedMsgs []string
-	took                    time.Duration
+	// failedSpecs maps a failed spec's leaf text to its message.
+	failedSpecs map[string]string
+	took        time.Duration
 }
 
 func run(ctx context.Context, suite string, passes []string) error {
@@ -151,6 +167,10 @@ func run(ctx context.Context, suite string, passes []string) error {
 		fmt.Printf("  %-7s %2d specs: %2d passed, %d failed, %d skipped (%s)\n", r.name, r.total, r.passed, r.failed, r.skipped, r.took.Round(time.Second))
 		passedTotal, failedTotal, skippedTotal = passedTotal+r.passed, failedTotal+r.failed, skippedTotal+r.skipped
 		for _, m := range r.failedMsgs {
+			if spec, reason := knownBareRace(r, m, results); reason != "" {
+				fmt.Printf("  KNOWN %s: %q failed, an upstream race: %s\n", r.name, spec, reason)
+				continue
+			}
 			problems = append(problems, fmt.Sprintf("%s: %s", r.name, m))
 		}
 		if r.skipped != len(skips) {
@@ -158,7 +178,7 @@ func run(ctx context.Context, suite string, passes []string) error {
 		}
 	}
 	for _, r := range results[1:] {
-		if !slices.Equal(r.passedSpecs, results[0].passedSpecs) {
+		if !slices.Equal(withoutKnown(r, results), withoutKnown(results[0], results)) {
 			problems = append(problems, fmt.Sprintf("the specs that passed differ: %s %v, %s %v", results[0].name, results[0].passedSpecs, r.name, r.passedSpecs))
 		}
 	}
@@ -293,7 +313,12 @@ func runSuite(ctx context.Context, name, suite, skip, outDir string) (passResult
 			r.skipped++
 		default:
 			r.failed++
-			r.failedMsgs = append(r.failedMsgs, fmt.Sprintf("%s %s: %s", text, s.State, firstLine(s.Failure.Message)))
+			msg := fmt.Sprintf("%s %s: %s", text, s.State, firstLine(s.Failure.Message))
+			r.failedMsgs = append(r.failedMsgs, msg)
+			if r.failedSpecs == nil {
+				r.failedSpecs = map[string]string{}
+			}
+			r.failedSpecs[s.LeafNodeText] = msg
 		}
 		fmt.Printf("  [%s] %-7s %s\n", name, s.State, text)
 	}
@@ -303,6 +328,44 @@ func runSuite(ctx context.Context, name, suite, skip, outDir string) (passResult
 	}
 	logf("pass %s: %d passed, %d failed, %d skipped of %d specs in %s", name, r.passed, r.failed, r.skipped, r.total, r.took.Round(time.Second))
 	return r, nil
+}
+
+// knownBareRace says whether msg is the failure of a spec in bareRaces in the bare pass r, while
+// the add-ons pass ran and passed it; it returns the spec and the race's reason if so.
+func knownBareRace(r passResult, msg string, results []passResult) (string, string) {
+	if r.name != "bare" {
+		return "", ""
+	}
+	for _, race := range bareRaces {
+		if r.failedSpecs[race.spec] != msg {
+			continue
+		}
+		for _, other := range results {
+			if other.name == "addons" && slices.Contains(other.passedSpecs, race.spec) {
+				return race.spec, race.reason
+			}
+		}
+	}
+	return "", ""
+}
+
+// withoutKnown is r's passed specs without those of bareRaces that failed as known races in the
+// bare pass: the passes are compared on the rest.
+func withoutKnown(r passResult, results []passResult) []string {
+	var bare passResult
+	for _, other := range results {
+		if other.name == "bare" {
+			bare = other
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(r.passedSpecs), func(spec string) bool {
+		msg, failed := bare.failedSpecs[spec]
+		if !failed {
+			return false
+		}
+		known, _ := knownBareRace(bare, msg, results)
+		return known == spec
+	})
 }
 
 func firstLine(s string) string {
