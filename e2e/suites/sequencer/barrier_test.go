@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,17 +46,14 @@ func barrierState(p *corev1.Pod) string {
 // promise: no pod of a group is told open while a pod of the group (of the same attempt) is
 // neither waiting nor told. It also records when each pod was first seen waiting and open.
 type barrierWatch struct {
-	stop func()
-
-	mu         sync.Mutex
-	violations []string
-	waiting    map[types.UID]time.Time
-	opened     map[types.UID]time.Time
-	names      map[types.UID]string
+	podPoll
+	waiting map[types.UID]time.Time
+	opened  map[types.UID]time.Time
+	names   map[types.UID]string
 }
 
 func startBarrierWatch(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet, groupOf func(rj string) string) *barrierWatch {
-	w := &barrierWatch{waiting: map[types.UID]time.Time{}, opened: map[types.UID]time.Time{}, names: map[types.UID]string{}}
+	w := &barrierWatch{podPoll: podPoll{broken: "opened early"}, waiting: map[types.UID]time.Time{}, opened: map[types.UID]time.Time{}, names: map[types.UID]string{}}
 	w.stop = framework.PollPods(ctx, c, func(pods []corev1.Pod) {
 		now := time.Now()
 		w.mu.Lock()
@@ -95,16 +91,6 @@ func startBarrierWatch(ctx context.Context, c client.Client, js *jobsetv1alpha2.
 		}
 	}, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name})
 	return w
-}
-
-func (w *barrierWatch) finish(t *testing.T) {
-	t.Helper()
-	w.stop()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.violations) > 0 {
-		t.Errorf("opened early, %d times; first: %s", len(w.violations), w.violations[0])
-	}
 }
 
 // withBarrier is js with a start barrier of mode and, if not empty, timeout.

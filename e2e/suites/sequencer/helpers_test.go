@@ -133,10 +133,7 @@ type succeededPod struct {
 // watch polls the JobSet's pods every 50ms while a test runs, checks each list against the
 // sequence and records what it saw.
 type watch struct {
-	stop func()
-
-	mu         sync.Mutex
-	violations []string
+	podPoll
 	// gated: "<replicatedJob>/<attempt>" seen SchedulingGated by the scheduler.
 	gated map[string]bool
 	// firstSeen and firstBound: when a pod (by UID) was first seen, and first seen bound.
@@ -148,7 +145,7 @@ type watch struct {
 
 func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, s sequence) *watch {
 	t.Helper()
-	w := &watch{gated: map[string]bool{},
+	w := &watch{podPoll: podPoll{broken: "released early"}, gated: map[string]bool{},
 		firstSeen: map[string]time.Time{}, firstBound: map[string]time.Time{}, podRJ: map[string]string{},
 		succeeded: map[types.UID]succeededPod{}}
 	w.stop = framework.PollPods(ctx, c, func(pods []corev1.Pod) {
@@ -178,14 +175,24 @@ func startWatch(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1
 	return w
 }
 
-// finish stops the watch and fails the test on any violation seen.
-func (w *watch) finish(t *testing.T) {
+// podPoll is what the suite's pod watches share: the poll to stop, and the promises broken.
+type podPoll struct {
+	stop func()
+	// broken says what a violation is ("released early").
+	broken string
+
+	mu         sync.Mutex
+	violations []string
+}
+
+// finish stops the poll and fails the test on any violation seen.
+func (w *podPoll) finish(t *testing.T) {
 	t.Helper()
 	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.violations) > 0 {
-		t.Errorf("released early, %d times; first: %s", len(w.violations), w.violations[0])
+		t.Errorf("%s, %d times; first: %s", w.broken, len(w.violations), w.violations[0])
 	}
 }
 
