@@ -100,9 +100,18 @@ var (
 // limits with its patch, with its patch before 1a37be2 and with the minimum write, and without a client-side limit at each
 // concurrency of $RELEASE_WORKERS (default 32,64,128,256): the fastest is what the apiserver
 // can do here.
+// $RELEASE_LOOPS (default all: ours,limits,gate-merge,gate-json) picks among the first four by
+// name; RELEASE_WORKERS=0 leaves out the unlimited ones.
 func releaseLoops() []releaseLoop {
-	loops := []releaseLoop{oursRelease, bareAtSequencerLimits,
-		{qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyMerge}, {qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyJSON}}
+	named := map[string]releaseLoop{"ours": oursRelease, "limits": bareAtSequencerLimits,
+		"gate-merge": {qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyMerge},
+		"gate-json":  {qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyJSON}}
+	var loops []releaseLoop
+	for _, name := range strings.Split(envOr("RELEASE_LOOPS", "ours,limits,gate-merge,gate-json"), ",") {
+		if l, ok := named[strings.TrimSpace(name)]; ok {
+			loops = append(loops, l)
+		}
+	}
 	for _, w := range strings.Split(envOr("RELEASE_WORKERS", "32,64,128,256"), ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(w)); err == nil && n > 0 {
 			loops = append(loops, releaseLoop{qps: -1, workers: n})
@@ -352,6 +361,9 @@ func roundTimes(ds []time.Duration) string {
 // releaseScenario: SCALE_BENCH=release, the release alone: SCALE_BIG_JOBS x SCALE_BIG_PODS pods,
 // $RELEASE_ROUNDS rounds (default 1), every loop of releaseLoops.
 func releaseScenario(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, jobs, pods int) {
-	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), false, releaseLoops())
+	// RELEASE_UNSCHEDULED=1: s1's pods name a scheduler that does not run (as bench-smoke's), so
+	// that a round's JobSets are made together and no scheduler's work weighs on the next loop.
+	unscheduled := os.Getenv("RELEASE_UNSCHEDULED") == "1"
+	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops())
 	printTable(fmt.Sprintf("release: s1 of %d Jobs x %d pods, from s0 Complete (ours) or the loop's start", jobs, pods), releaseRows(results, jobs*pods))
 }

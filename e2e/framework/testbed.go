@@ -28,6 +28,8 @@ const (
 	FailAnnotationKey = testbed.FailAnnotationKey
 	// FailFirstAttemptAnnotationKey makes a kwok pod of the first restart attempt fail.
 	FailFirstAttemptAnnotationKey = testbed.FailFirstAttemptAnnotationKey
+	// BarrierDeafAnnotationKey keeps a kwok pod at its start barrier until it is told open twice.
+	BarrierDeafAnnotationKey = testbed.BarrierDeafAnnotationKey
 	// AddonNamespace is where the add-ons' Services and Secrets are.
 	AddonNamespace = testbed.AddonNamespace
 	// VolcanoSchedulerName and CoschedulingSchedulerName are the gang schedulers' names.

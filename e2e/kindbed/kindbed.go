@@ -80,6 +80,9 @@ type Config struct {
 	WorkDir string
 	// Workers is the number of worker nodes beside the control plane (KIND_WORKERS, default 2).
 	Workers int
+	// KubeletVerbosity is the kubelets' log verbosity (KIND_KUBELET_VERBOSITY; 0: kind's
+	// default), for reading what a kubelet did with a pod: journalctl -u kubelet on the node.
+	KubeletVerbosity int
 	// A release to install instead of the images built here (all empty: none). Registry is
 	// the registry's name in the release's image references (localhost:PORT, served on the
 	// host on every address); Chart the chart's oci:// reference, ChartVersion its version.
@@ -109,6 +112,11 @@ func DefaultConfig() (Config, error) {
 	if v := os.Getenv("KIND_WORKERS"); v != "" {
 		if c.Workers, err = strconv.Atoi(v); err != nil || c.Workers < 0 {
 			return c, fmt.Errorf("KIND_WORKERS=%q: want a number of worker nodes", v)
+		}
+	}
+	if v := os.Getenv("KIND_KUBELET_VERBOSITY"); v != "" {
+		if c.KubeletVerbosity, err = strconv.Atoi(v); err != nil || c.KubeletVerbosity < 0 {
+			return c, fmt.Errorf("KIND_KUBELET_VERBOSITY=%q: want a klog verbosity (0 to 10)", v)
 		}
 	}
 	if (c.Registry == "") != (c.Chart == "") || (c.Chart == "") != (c.ChartVersion == "") {
@@ -510,7 +518,7 @@ func clusterConfig(c Config, h host) string {
 	if h.cgroupV1 {
 		preflight = append(preflight, "SystemVerification")
 	}
-	if len(preflight) > 0 || h.cgroupV1 {
+	if len(preflight) > 0 || h.cgroupV1 || c.KubeletVerbosity > 0 {
 		b.WriteString("kubeadmConfigPatches:\n")
 	}
 	if len(preflight) > 0 {
@@ -520,8 +528,14 @@ func clusterConfig(c Config, h host) string {
 		}
 		b.WriteString("- |\n  kind: JoinConfiguration\n  nodeRegistration:\n    ignorePreflightErrors: [" + strings.Join(preflight, ", ") + "]\n")
 	}
+	if h.cgroupV1 || c.KubeletVerbosity > 0 {
+		b.WriteString("- |\n  kind: KubeletConfiguration\n")
+	}
 	if h.cgroupV1 {
-		b.WriteString("- |\n  kind: KubeletConfiguration\n  failCgroupV1: false\n")
+		b.WriteString("  failCgroupV1: false\n")
+	}
+	if c.KubeletVerbosity > 0 {
+		fmt.Fprintf(&b, "  logging:\n    verbosity: %d\n", c.KubeletVerbosity)
 	}
 	return b.String()
 }

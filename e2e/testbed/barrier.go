@@ -21,15 +21,24 @@ import (
 //     log (barrierFailStage).
 //
 // What kwok does not do is the kubelet's part between them: a downwardAPI volume rewritten and
-// read by the barrier program; the kind suite runs the real thing.
+// read by the barrier program; the kind suite runs the real thing. A pod annotated
+// BarrierDeafAnnotationKey plays a kubelet that lost the rewrite of the first "open": it stays
+// at its barrier until the controller tells it again (contract.StartBarrierNudgeAnnotationKey).
 var (
-	barrierState = `(.metadata.annotations["` + contract.StartBarrierStateAnnotationKey + `"] // "")`
-	hasBarrier   = `any(.spec.initContainers[]?; .name == "` + contract.StartBarrierContainerName + `")`
-	// heldAtBarrier: the pod has the barrier and it is not open.
-	heldAtBarrier = hasBarrier + ` and ` + barrierState + ` != "` + contract.StartBarrierOpen + `"`
+	barrierState  = `(.metadata.annotations["` + contract.StartBarrierStateAnnotationKey + `"] // "")`
+	hasBarrier    = `any(.spec.initContainers[]?; .name == "` + contract.StartBarrierContainerName + `")`
+	deafNotNudged = `(.metadata.annotations["` + BarrierDeafAnnotationKey + `"] // "") == "true" and ` +
+		`(.metadata.annotations["` + contract.StartBarrierNudgeAnnotationKey + `"] // "") == ""`
+	// heldAtBarrier: the pod has the barrier and it is not open (or, deaf, not told again).
+	heldAtBarrier = hasBarrier + ` and (` + barrierState + ` != "` + contract.StartBarrierOpen + `" or (` + deafNotNudged + `))`
 	barrierFailed = hasBarrier + ` and (` + barrierState + ` | startswith("` + contract.StartBarrierFailedPrefix + `"))`
 	atBarrier     = `any(.status.initContainerStatuses[]?; .name == "` + contract.StartBarrierContainerName + `" and .state.running != null)`
 )
+
+// BarrierDeafAnnotationKey on a pod template makes kwok keep its pods at their start barrier
+// after they are told open, until they are told again (a kubelet that lost the first rewrite of
+// the pod's downwardAPI file).
+const BarrierDeafAnnotationKey = "testbed.jobset-addons.io/barrier-deaf"
 
 // holdAtBarrier adds to kwok's pod-ready stage that it does not apply to a pod held at its
 // barrier.

@@ -213,6 +213,13 @@ const (
 	// the reason when it timed out. The barrier init container reads it from a downwardAPI volume.
 	StartBarrierStateAnnotationKey = "sequencer." + Domain + "/barrier-state"
 
+	// StartBarrierNudgeAnnotationKey is a pod annotation written by the sequencer controller: how
+	// many times it told a pod again (a count, "1", "2", ...) because the pod still waited at its
+	// barrier seconds after its barrier-state was written. Its only purpose is to be a change of
+	// the pod that the kubelet acts on: an update makes the kubelet rewrite the pod's downwardAPI
+	// files, and a rewrite it lost (docs/sequencer.md, "When a pod is told again") is done again.
+	StartBarrierNudgeAnnotationKey = "sequencer." + Domain + "/barrier-nudge"
+
 	// StartBarrierContainerName is the name of the init container, and of its downwardAPI volume,
 	// that the sequencer JobSet webhook appends after the user's init containers.
 	StartBarrierContainerName = "jobset-addons-start-barrier"

@@ -144,7 +144,7 @@ func TestKeys(t *testing.T) {
 		"SequencerSchedulingGateValue": SequencerSchedulingGateValue, "SequencerGatedLabelKey": SequencerGatedLabelKey,
 		"StartBarrierAnnotationKey": StartBarrierAnnotationKey, "StartBarrierTimeoutAnnotationKey": StartBarrierTimeoutAnnotationKey,
 		"StartBarrierOpenedAnnotationKey": StartBarrierOpenedAnnotationKey, "StartBarrierLabelKey": StartBarrierLabelKey,
-		"StartBarrierStateAnnotationKey": StartBarrierStateAnnotationKey, "StartBarrierContainerName": StartBarrierContainerName,
+		"StartBarrierStateAnnotationKey": StartBarrierStateAnnotationKey, "StartBarrierNudgeAnnotationKey": StartBarrierNudgeAnnotationKey, "StartBarrierContainerName": StartBarrierContainerName,
 		"KueueQueueNameLabelKey": KueueQueueNameLabelKey,
 		"SchedulerAnnotationKey": SchedulerAnnotationKey, "VolcanoQueueNameAnnotationKey": VolcanoQueueNameAnnotationKey,
 		"NetworkTopologyAnnotationKey": NetworkTopologyAnnotationKey, "VolcanoGroupNameAnnotationKey": VolcanoGroupNameAnnotationKey,

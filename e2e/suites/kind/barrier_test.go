@@ -23,6 +23,7 @@ type barrierGroup struct {
 	openToMain          []time.Duration // per pod: the open annotation seen to its main container started
 	openToLeave         []time.Duration // per pod: the open annotation seen to its barrier container ended
 	allPrecise          bool
+	nudged              []string // pods the controller told again (still at the barrier after told)
 }
 
 func (g barrierGroup) spread() time.Duration { return g.lastMain.Sub(g.firstMain) }
@@ -35,6 +36,9 @@ func group(recs []*podRecord, attempt string, keep func(*podRecord) bool) barrie
 			continue
 		}
 		g.pods++
+		if !r.nudgeSeen.IsZero() {
+			g.nudged = append(g.nudged, r.name)
+		}
 		if r.barrierStarted.After(g.lastArrival) {
 			g.lastArrival = r.barrierStarted
 		}
@@ -73,9 +77,9 @@ func checkLinedUp(t *testing.T, what string, g barrierGroup, want int) {
 	}
 	slices.Sort(g.openToMain)
 	slices.Sort(g.openToLeave)
-	t.Logf("%s: %d pods; main containers started %s to %s after the last pod reached the barrier, p100 spread %s; open seen to main started: %s (p50 %s, max %s); open seen to barrier left: %s",
+	t.Logf("%s: %d pods; main containers started %s to %s after the last pod reached the barrier, p100 spread %s; open seen to main started: %s (p50 %s, max %s); open seen to barrier left: %s; told again: %d %q",
 		what, g.pods, g.firstMain.Sub(g.lastArrival).Round(time.Millisecond), g.lastMain.Sub(g.lastArrival).Round(time.Millisecond),
-		g.spread().Round(time.Millisecond), g.openToMain, pctDur(g.openToMain, 50), pctDur(g.openToMain, 100), g.openToLeave)
+		g.spread().Round(time.Millisecond), g.openToMain, pctDur(g.openToMain, 50), pctDur(g.openToMain, 100), g.openToLeave, len(g.nudged), g.nudged)
 }
 
 func pctDur(ds []time.Duration, p int) time.Duration {

@@ -3,6 +3,8 @@ package kind_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +46,7 @@ func holdInit(holds map[string]time.Duration) corev1.Container {
 // attempt are deleted by JobSet's restart, so their states are kept here.
 type podRecord struct {
 	name, node, attempt, rank string
+	uid                       types.UID
 	started                   time.Time // the main container's own startedAt (running or terminated)
 	exitCode                  int32
 	finished                  time.Time
@@ -60,6 +63,9 @@ type podRecord struct {
 	barrierExit                  int32
 	barrierMessage               string
 	openSeen                     time.Time
+	// nudgeSeen: when this poll first saw the controller tell the pod again (the barrier-nudge
+	// annotation: the pod still waited seconds after it was told).
+	nudgeSeen time.Time
 }
 
 // recordPods polls the pods of js (framework.PollPods, every 50 ms) and keeps each pod's last
@@ -74,12 +80,15 @@ func recordPods(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet,
 			p := &ps[i]
 			r := recs[p.UID]
 			if r == nil {
-				r = &podRecord{name: p.Name, attempt: p.Annotations[contract.RestartAttemptAnnotationKey], rank: rank(p, podsPerJob), exitCode: -1,
+				r = &podRecord{name: p.Name, uid: p.UID, attempt: p.Annotations[contract.RestartAttemptAnnotationKey], rank: rank(p, podsPerJob), exitCode: -1,
 					rjob: p.Labels[contract.ReplicatedJobNameLabelKey], barrierExit: -1}
 				recs[p.UID] = r
 			}
 			if r.openSeen.IsZero() && p.Annotations[contract.StartBarrierStateAnnotationKey] == contract.StartBarrierOpen {
 				r.openSeen = time.Now()
+			}
+			if r.nudgeSeen.IsZero() && p.Annotations[contract.StartBarrierNudgeAnnotationKey] != "" {
+				r.nudgeSeen = time.Now()
 			}
 			for _, s := range p.Status.InitContainerStatuses {
 				if s.Name != contract.StartBarrierContainerName {
@@ -178,6 +187,9 @@ func logRecords(t *testing.T, recs []*podRecord) {
 			open := "never seen open"
 			if !r.openSeen.IsZero() {
 				open = fmt.Sprintf("seen open at +%.3fs", r.openSeen.Sub(first[r.attempt]).Seconds())
+			}
+			if !r.nudgeSeen.IsZero() {
+				open += fmt.Sprintf(", told again at +%.3fs", r.nudgeSeen.Sub(first[r.attempt]).Seconds())
 			}
 			barrier = fmt.Sprintf("; barrier reached at +%.3fs, %s, left at +%.3fs exit %d %q", r.barrierStarted.Sub(first[r.attempt]).Seconds(), open, r.barrierEnded.Sub(first[r.attempt]).Seconds(), r.barrierExit, r.barrierMessage)
 		}
@@ -314,5 +326,36 @@ func runRecorded(ctx context.Context, t *testing.T, c client.Client, js *jobsetv
 	recs := stop()
 	preciseStarts(ctx, t, recs)
 	logRecords(t, recs)
+	saveKubeletLogs(ctx, t, recs)
 	return end, recs
+}
+
+// saveKubeletLogs writes, for each pod the sequencer told again (still at its barrier seconds
+// after told open), what its node's kubelet logged about it (lines naming it or its UID) into the kind work directory
+// (bin/kind/kubelet-<pod>.log), to read what the kubelet did with the pod's update: with
+// KIND_KUBELET_VERBOSITY=4 that includes its volume manager's remounts.
+func saveKubeletLogs(ctx context.Context, t *testing.T, recs []*podRecord) {
+	t.Helper()
+	for _, r := range recs {
+		if r.nudgeSeen.IsZero() || r.node == "" {
+			continue
+		}
+		out, err := kb.Exec(ctx, r.node, "journalctl", "-u", "kubelet", "--no-pager", "-o", "short-precise", "--since", "-10min")
+		if err != nil {
+			t.Logf("%s was told again; its kubelet's log: %v", r.name, err)
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, r.name) || strings.Contains(l, string(r.uid)) {
+				lines = append(lines, l)
+			}
+		}
+		path := filepath.Join(kb.WorkDir, "kubelet-"+r.name+".log")
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Logf("%s was told again; writing its kubelet's log: %v", r.name, err)
+			continue
+		}
+		t.Logf("%s was told again: %d lines of %s's kubelet log about it in %s", r.name, len(lines), r.node, path)
+	}
 }

@@ -278,3 +278,54 @@ func TestStartBarrierNewPod(t *testing.T) {
 	})
 	testenv.Test(t, f)
 }
+
+// TestStartBarrierNudge: both pods play a kubelet that lost the rewrite of "open" into their
+// downwardAPI file (framework.BarrierDeafAnnotationKey: kwok keeps them at the barrier until a
+// second change of the pod). The controller, seeing them still at the barrier after they were
+// told, tells them again (contract.StartBarrierNudgeAnnotationKey); they start, the JobSet
+// completes, and the barrier was opened once.
+func TestStartBarrierNudge(t *testing.T) {
+	f := framework.NamespacedFeature("a pod still at an open barrier", "is told again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		js := withBarrier(addontest.JobSet(framework.NamespaceFrom(ctx), "nudged"), contract.StartBarrierJobSet, "").
+			ReplicatedJobs(replicated("w", 2, 1, "1s").PodAnnotation(framework.BarrierDeafAnnotationKey, "true")).Obj()
+		framework.CreateAll(ctx, t, c, js)
+		var opened time.Time
+		framework.Eventually(ctx, t, time.Minute, "both pods told open", func(ctx context.Context) (bool, string, error) {
+			pods := jobSetPods(ctx, t, c, js)
+			if n := countPods(pods, func(p *corev1.Pod) bool { return barrierState(p) == contract.StartBarrierOpen }); n != 2 {
+				return false, fmt.Sprintf("%d of 2 told open", n), nil
+			}
+			opened = time.Now()
+			return true, "", nil
+		})
+		nudged := map[string]time.Time{}
+		framework.Eventually(ctx, t, time.Minute, "both pods told again", func(ctx context.Context) (bool, string, error) {
+			for _, p := range jobSetPods(ctx, t, c, js) {
+				if v := p.Annotations[contract.StartBarrierNudgeAnnotationKey]; v != "" {
+					at, err := time.Parse(time.RFC3339Nano, v)
+					if err != nil {
+						return false, "", fmt.Errorf("pod %s: nudge annotation %q: %w", p.Name, v, err)
+					}
+					nudged[p.Name] = at
+				}
+			}
+			return len(nudged) == 2, fmt.Sprintf("%d of 2 told again", len(nudged)), nil
+		})
+		for name, at := range nudged {
+			// NudgeAfter (5 s) after the controller saw the pod told; the poll saw it told a little
+			// after the controller did.
+			if d := at.Sub(opened); d < 3*time.Second {
+				t.Errorf("pod %s told again %v after it was seen told open, want about 5 s (NudgeAfter)", name, d)
+			} else {
+				t.Logf("pod %s told again %v after it was seen told open", name, d.Round(time.Millisecond))
+			}
+		}
+		waitFinished(ctx, t, c, js) // Completed: held without the second telling, it never would
+		if got := eventsSaying(ctx, t, c, js, "StartBarrierOpened", 1); len(got) != 1 {
+			t.Errorf("StartBarrierOpened %q, want one", got)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -54,6 +55,16 @@ type BarrierReconciler struct {
 	said addon.Told
 	// written holds, per JobSet, the opened annotation this process last wrote.
 	written map[types.NamespacedName]writtenOpened
+	// toldAt holds, per pod told (open or failed) whose barrier container still ran when last
+	// looked at, when this process last told it, and how many times it nudged it (nudge).
+	toldAt map[types.UID]toldPod
+	// pruned is when toldAt last lost its old entries (pods that finished or went away).
+	pruned time.Time
+}
+
+type toldPod struct {
+	at     time.Time
+	nudges int
 }
 
 type writtenOpened struct {
@@ -208,9 +219,12 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	var errList []error
 	for gi, g := range groups {
 		after, err := r.reconcileGroup(ctx, js, b, g, members[gi], &opened, attempt, now)
-		errList = append(errList, err)
-		if after > 0 && (requeue == 0 || after < requeue) {
-			requeue = after
+		again, nudgeErr := r.nudge(ctx, members[gi], now)
+		errList = append(errList, err, nudgeErr)
+		for _, d := range []time.Duration{after, again} {
+			if d > 0 && (requeue == 0 || d < requeue) {
+				requeue = d
+			}
 		}
 	}
 	if err := errors.Join(errList...); err != nil {
@@ -297,6 +311,79 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 func WarnAfter(timeout time.Duration) time.Duration { return min(timeout/2, time.Minute) }
 
 const openState = contract.StartBarrierOpen
+
+// NudgeAfter is how long a pod told (open or failed) may still wait at its barrier before it is
+// told again; each further time waits twice as long, at most MaxNudgeAfter.
+const (
+	NudgeAfter    = 5 * time.Second
+	MaxNudgeAfter = time.Minute
+)
+
+// nudge tells again each pod whose barrier-state was written (open or failed) and whose barrier
+// container still runs NudgeAfter after it was told (then 2x, 4x, ... up to MaxNudgeAfter), and
+// says when to look next. The annotation it writes, StartBarrierNudgeAnnotationKey (the time),
+// changes nothing but the pod: the kubelet, told of an update, rewrites the pod's downwardAPI
+// files, and a rewrite that it lost, or a barrier-state patch lost before it, is done again.
+// A pod told by an earlier process is counted from the first time this one sees it.
+func (r *BarrierReconciler) nudge(ctx context.Context, pods []barrierPod, now time.Time) (time.Duration, error) {
+	var todo []*corev1.Pod
+	var next time.Duration
+	later := func(d time.Duration) {
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	r.mu.Lock()
+	if r.toldAt == nil {
+		r.toldAt = map[types.UID]toldPod{}
+	}
+	if now.Sub(r.pruned) > 10*MaxNudgeAfter {
+		// A pod seen again after its entry went is counted from then: one nudge later at most.
+		maps.DeleteFunc(r.toldAt, func(_ types.UID, t toldPod) bool { return now.Sub(t.at) > 10*MaxNudgeAfter })
+		r.pruned = now
+	}
+	for _, bp := range pods {
+		p := bp.pod
+		s := jobsets.BarrierStatus(p)
+		if p.Annotations[contract.StartBarrierStateAnnotationKey] == "" || s == nil || s.State.Running == nil {
+			delete(r.toldAt, p.UID)
+			continue
+		}
+		told, ok := r.toldAt[p.UID]
+		if !ok {
+			told = toldPod{at: now}
+			r.toldAt[p.UID] = told
+		}
+		wait := NudgeAfter << min(told.nudges, 4)
+		if due := told.at.Add(min(wait, MaxNudgeAfter)); now.Before(due) {
+			later(due.Sub(now))
+			continue
+		}
+		todo = append(todo, p)
+		r.toldAt[p.UID] = toldPod{at: now, nudges: told.nudges + 1}
+		later(min(wait*2, MaxNudgeAfter))
+	}
+	r.mu.Unlock()
+	if len(todo) == 0 {
+		return next, nil
+	}
+	names := make([]string, len(todo))
+	for i, p := range todo {
+		names[i] = p.Name
+	}
+	ctrl.LoggerFrom(ctx).Info("Telling pods again that still wait at their start barrier", "pods", names)
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`,
+		contract.StartBarrierNudgeAnnotationKey, now.UTC().Format(time.RFC3339Nano)))
+	return next, patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), func(err error) {
+		if err != nil {
+			barrierErrors.WithLabelValues("patch-pod").Inc()
+			addon.CountObject("Pod", addon.ActionFailed, 1)
+			return
+		}
+		barrierPodsNudged.Inc()
+		addon.CountObject("Pod", addon.ActionUpdated, 1)
+	})
+}
 
 // tell writes state into the barrier-state annotation of every pod that does not hold it yet,
 // r.Workers at a time: one merge patch per pod, the least the kubelet can learn it from.

@@ -140,6 +140,10 @@ var (
 		Name: "jobset_addons_sequencer_start_barrier_pods_told_total",
 		Help: "Pods whose barrier-state annotation was written (open or failed).",
 	})
+	barrierPodsNudged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobset_addons_sequencer_start_barrier_pods_nudged_total",
+		Help: "Pods told again because their barrier container still ran seconds after their barrier-state was written.",
+	})
 	barrierErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_sequencer_start_barrier_errors_total",
 		Help: "Errors of the start barrier, by reason (list, patch-pod, patch-jobset).",
@@ -153,7 +157,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(replicatedJobsReleased, podsReleased, reconcileErrors, handoff, reconcileDuration,
-		barrierWait, barriersOpened, barrierTimeouts, barrierPodsTold, barrierErrors, barrierReconcileDuration)
+		barrierWait, barriersOpened, barrierTimeouts, barrierPodsTold, barrierPodsNudged, barrierErrors, barrierReconcileDuration)
 	for _, s := range []contract.DependencyStatus{contract.DependencyComplete, contract.DependencyReady} {
 		handoff.WithLabelValues(string(s))
 		replicatedJobsReleased.WithLabelValues(string(s))
