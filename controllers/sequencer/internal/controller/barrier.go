@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -374,15 +375,7 @@ func (r *BarrierReconciler) nudge(ctx context.Context, pods []barrierPod, now ti
 	ctrl.LoggerFrom(ctx).Info("Telling pods again that still wait at their start barrier", "pods", names)
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`,
 		contract.StartBarrierNudgeAnnotationKey, now.UTC().Format(time.RFC3339Nano)))
-	return next, patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), func(err error) {
-		if err != nil {
-			barrierErrors.WithLabelValues("patch-pod").Inc()
-			addon.CountObject("Pod", addon.ActionFailed, 1)
-			return
-		}
-		barrierPodsNudged.Inc()
-		addon.CountObject("Pod", addon.ActionUpdated, 1)
-	})
+	return next, patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), barrierErrors.WithLabelValues("patch-pod"), barrierPodsNudged)
 }
 
 // tell writes state into the barrier-state annotation of every pod that does not hold it yet,
@@ -395,15 +388,7 @@ func (r *BarrierReconciler) tell(ctx context.Context, pods []barrierPod, state s
 			todo = append(todo, p.pod)
 		}
 	}
-	err := patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), func(err error) {
-		if err != nil {
-			barrierErrors.WithLabelValues("patch-pod").Inc()
-			addon.CountObject("Pod", addon.ActionFailed, 1)
-			return
-		}
-		barrierPodsTold.Inc()
-		addon.CountObject("Pod", addon.ActionUpdated, 1)
-	})
+	err := patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), barrierErrors.WithLabelValues("patch-pod"), barrierPodsTold)
 	if len(todo) > 0 {
 		ctrl.LoggerFrom(ctx).V(2).Info("Told barrier pods", "count", len(todo), "state", state)
 	}
@@ -464,8 +449,9 @@ func (r *BarrierReconciler) tracker() *addon.Changed {
 }
 
 // patchPods applies patch to each pod, workers at a time, records each patched pod (as the cache
-// showed it) in tracker, and calls done with each pod's result (a pod gone is no error).
-func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1.Pod, patch client.Patch, tracker *addon.Changed, done func(error)) error {
+// showed it) in tracker, and counts each pod's result in failed or done and in the objects
+// metric (a pod gone is no error).
+func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1.Pod, patch client.Patch, tracker *addon.Changed, failed, done prometheus.Counter) error {
 	var mu sync.Mutex
 	var errs []error
 	sem := make(chan struct{}, max(workers, 1))
@@ -480,13 +466,16 @@ func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1
 			if apierrors.IsNotFound(err) {
 				return
 			}
-			done(err)
 			if err != nil {
+				failed.Inc()
+				addon.CountObject("Pod", addon.ActionFailed, 1)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("patching pod %s: %w", p.Name, err))
 				mu.Unlock()
 				return
 			}
+			done.Inc()
+			addon.CountObject("Pod", addon.ActionUpdated, 1)
 			tracker.Wrote(&before)
 		}()
 	}

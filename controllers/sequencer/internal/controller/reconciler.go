@@ -292,15 +292,7 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 	if len(todo) == 0 {
 		return nil
 	}
-	err := patchPods(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), func(err error) {
-		if err != nil {
-			reconcileErrors.WithLabelValues("patch-pod").Inc()
-			addon.CountObject("Pod", addon.ActionFailed, 1)
-			return
-		}
-		podsReleased.Inc()
-		addon.CountObject("Pod", addon.ActionUpdated, 1)
-	})
+	err := patchPods(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), reconcileErrors.WithLabelValues("patch-pod"), podsReleased)
 	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo))
 	return err
 }
