@@ -102,15 +102,17 @@ var (
 // can do here.
 // $RELEASE_LOOPS (default all: ours,limits,gate-merge,gate-json) picks among the first four by
 // name; RELEASE_WORKERS=0 leaves out the unlimited ones.
-func releaseLoops() []releaseLoop {
+func releaseLoops(b *testing.B) []releaseLoop {
 	named := map[string]releaseLoop{"ours": oursRelease, "limits": bareAtSequencerLimits,
 		"gate-merge": {qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyMerge},
 		"gate-json":  {qps: seqQPS, burst: seqBurst, workers: seqWorkers, shape: gateOnlyJSON}}
 	var loops []releaseLoop
 	for _, name := range strings.Split(envOr("RELEASE_LOOPS", "ours,limits,gate-merge,gate-json"), ",") {
-		if l, ok := named[strings.TrimSpace(name)]; ok {
-			loops = append(loops, l)
+		l, ok := named[strings.TrimSpace(name)]
+		if !ok {
+			b.Fatalf("RELEASE_LOOPS: unknown loop %q (want ours, limits, gate-merge or gate-json)", name)
 		}
+		loops = append(loops, l)
 	}
 	for _, w := range strings.Split(envOr("RELEASE_WORKERS", "32,64,128,256"), ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(w)); err == nil && n > 0 {
@@ -364,6 +366,6 @@ func releaseScenario(ctx context.Context, b *testing.B, c client.Client, tb test
 	// RELEASE_UNSCHEDULED=1: s1's pods name a scheduler that does not run (as bench-smoke's), so
 	// that a round's JobSets are made together and no scheduler's work weighs on the next loop.
 	unscheduled := os.Getenv("RELEASE_UNSCHEDULED") == "1"
-	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops())
+	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops(b))
 	printTable(fmt.Sprintf("release: s1 of %d Jobs x %d pods, from s0 Complete (ours) or the loop's start", jobs, pods), releaseRows(results, jobs*pods))
 }
