@@ -168,7 +168,8 @@ const releaseTogether = 4000
 // order of the loops turned by one each round, and returns each loop's times. A round's
 // JobSets are made at once when they fit releaseTogether (unscheduled); each is measured after
 // the one before it once a second passed without a pod's change (the watch), or a minute.
-func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, jobs, pods, rounds int, unscheduled bool, loops []releaseLoop) []releaseResult {
+// enough, if set, ends the rounds early once it says the results so far decide what they are for.
+func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, jobs, pods, rounds int, unscheduled bool, loops []releaseLoop, enough func([]releaseResult) bool) []releaseResult {
 	n := jobs * pods
 	ns := namespace(ctx, b, c, "release")
 	results := make([]releaseResult, len(loops))
@@ -205,6 +206,9 @@ func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testb
 					round, loops[i], n, d.Round(time.Millisecond), float64(n)/d.Seconds(), first.Round(time.Millisecond), loadAverage())
 			}
 			deleteJobSetsNow(ctx, b, c, tb, ns, made)
+		}
+		if enough != nil && enough(results) {
+			break
 		}
 	}
 	return results
@@ -366,6 +370,6 @@ func releaseScenario(ctx context.Context, b *testing.B, c client.Client, tb test
 	// RELEASE_UNSCHEDULED=1: s1's pods name a scheduler that does not run (as bench-smoke's), so
 	// that a round's JobSets are made together and no scheduler's work weighs on the next loop.
 	unscheduled := os.Getenv("RELEASE_UNSCHEDULED") == "1"
-	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops(b))
+	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops(b), nil)
 	printTable(fmt.Sprintf("release: s1 of %d Jobs x %d pods, from s0 Complete (ours) or the loop's start", jobs, pods), releaseRows(results, jobs*pods))
 }

@@ -132,7 +132,7 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 		admission = append(admission, fmt.Sprintf("%s %s/%s", strings.SplitN(h, ".", 2)[0]+"."+strings.SplitN(h, ".", 3)[1], fmtSeconds(d.quantile(0.5)), fmtSeconds(d.quantile(0.99))))
 	}
 	endToEnd := timeUntil(ctx, b, c, start, claimList, ns, ours, total)
-	seen.waitFor(total, 30*time.Second) // the watches may trail the lists
+	seen.waitFor(total, 15*time.Second) // the watches may trail the lists
 	lastJob, lags := seen.lags(start, "-dev")
 	jsLags := seen.jobSetLags(replicas)
 	seen.stop()
@@ -185,6 +185,8 @@ type arrivals struct {
 	mu      sync.Mutex
 	when    map[string]time.Time // kind/name -> first seen
 	watches []watch.Interface
+	// ended counts the watches whose results ended (the apiserver may end a watch).
+	ended int
 }
 
 func newArrivals() *arrivals { return &arrivals{when: map[string]time.Time{}} }
@@ -213,6 +215,9 @@ func (a *arrivals) record(kind string, w watch.Interface) {
 		}
 		a.mu.Unlock()
 	}
+	a.mu.Lock()
+	a.ended++
+	a.mu.Unlock()
 }
 
 // stop ends the watches, so that they add no load to what is measured next.
@@ -224,7 +229,8 @@ func (a *arrivals) stop() {
 	}
 }
 
-// waitFor waits until the watches showed n Jobs and n claims, or timeout passes.
+// waitFor waits until the watches showed n Jobs and n claims, every watch ended, or timeout
+// passes.
 func (a *arrivals) waitFor(n int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -238,8 +244,9 @@ func (a *arrivals) waitFor(n int, timeout time.Duration) {
 				claims++
 			}
 		}
+		ended := a.ended == len(a.watches)
 		a.mu.Unlock()
-		if jobs >= n && claims >= n {
+		if (jobs >= n && claims >= n) || ended {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -236,21 +236,6 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 			b.Fatalf("collecting the apiserver's garbage: %v", err)
 		}
 	}
-	deleteAll := func() {
-		for _, list := range append([]schema.GroupVersionKind{rb.list}, rb.also...) {
-			obj := &metav1.PartialObjectMetadata{}
-			obj.SetGroupVersionKind(list.GroupVersion().WithKind(strings.TrimSuffix(list.Kind, "List")))
-			if err := c.DeleteAllOf(ctx, obj, client.InNamespace(rb.ns), rb.ours); err != nil {
-				b.Fatal(err)
-			}
-			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				return countObjects(ctx, c, list, rb.ns, rb.ours) == 0, nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		time.Sleep(time.Second)
-	}
 	adminRC, err := tb.RESTConfig()
 	if err != nil {
 		b.Fatal(err)
@@ -266,6 +251,26 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 			b.Fatalf("waiting for %s in %s: %v", rb.resource, rb.ns, err)
 		}
 		return at
+	}
+	deleteAll := func() {
+		for _, list := range append([]schema.GroupVersionKind{rb.list}, rb.also...) {
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(list.GroupVersion().WithKind(strings.TrimSuffix(list.Kind, "List")))
+			if err := c.DeleteAllOf(ctx, obj, client.InNamespace(rb.ns), rb.ours); err != nil {
+				b.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				return countObjects(ctx, c, list, rb.ns, rb.ours) == 0, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// The clock has seen every deletion: the next window counts from nothing.
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return clock.count() == 0, nil
+		}); err != nil {
+			b.Fatalf("the watch of %s in %s still counts %d after their deletion", rb.resource, rb.ns, clock.count())
+		}
 	}
 	// The add-on's Events of creation (events.k8s.io Events, read through the core API, which
 	// can select them by reason).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func BenchmarkSmoke(b *testing.B) {
 	}{
 		{"resourceclaims: 300 claims", "resourceclaims", true, func() []row { return claimsVersusBare(ctx, b, c, cs, tb, 60, rounds) }},
 		{"podgroups: 300 Workloads + PodGroups (kubernetes)", "podgroups", true, func() []row { return nativeVersusBare(ctx, b, c, cs, tb, 300, rounds) }},
-		{"podgroups: 300 PodGroups (volcano)", "podgroups", true, func() []row {
+		{"podgroups: 300 PodGroups (volcano)", "podgroups", false, func() []row {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerVolcano, 300, rounds)
 		}},
 		{"podgroups: 300 PodGroups (coscheduling)", "podgroups", false, func() []row {
@@ -52,9 +53,7 @@ func BenchmarkSmoke(b *testing.B) {
 		}},
 		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25)} }},
 		{"sequencer: hand-off of 20 chains against upstream", "sequencer", false, func() []row { return handoffVersusUpstream(ctx, b, c, tb, tl, 20) }},
-		{"sequencer: release of 1,000 pods", "sequencer", false, func() []row {
-			return releaseRows(measureRelease(ctx, b, c, tb, tl, 10, 100, rounds, true, []releaseLoop{oursRelease, bareAtSequencerLimits}), 1000)
-		}},
+		{"sequencer: release of 1,000 pods", "sequencer", false, func() []row { return smokeRelease(ctx, b, c, tb, tl, rounds) }},
 	}
 	start := time.Now()
 	fmt.Printf("bench-smoke: load average at the start %s\n", loadAverage())
@@ -99,6 +98,58 @@ func BenchmarkSmoke(b *testing.B) {
 		}
 	}
 	printTable(fmt.Sprintf("bench-smoke: ratios checked (%s; load average at the end %s)", time.Since(start).Round(time.Second), loadAverage()), checks)
+}
+
+// smokeRelease: the release of 1,000 pods by the sequencer against the bare loop at its limits,
+// round by round, interleaved, until the rounds decide the check as a median of rounds would: a
+// majority of them at or above the threshold, or below it. Of 3, two rounds that agree decide
+// it whatever a third would give, and a third is run only when they fall on either side (each
+// round makes 2,000 pods, some 35 s). The ratio checked is the median of the rounds' ratios
+// (bare / ours), the lower of two: on the same side of the threshold as a median of all rounds.
+func smokeRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, rounds int) []row {
+	t := thresholdOf("sequencer: release", "release")
+	ratios := func(results []releaseResult) []float64 {
+		var r []float64
+		for i := range results[0].times {
+			r = append(r, results[1].times[i].Seconds()/results[0].times[i].Seconds())
+		}
+		return r
+	}
+	majority := rounds/2 + 1
+	results := measureRelease(ctx, b, c, tb, tl, 10, 100, rounds, true, []releaseLoop{oursRelease, bareAtSequencerLimits}, func(results []releaseResult) bool {
+		above := 0
+		r := ratios(results)
+		for _, x := range r {
+			if x >= t {
+				above++
+			}
+		}
+		return above >= majority || len(r)-above >= majority
+	})
+	rows := releaseRows(results, 1000)
+	for i := range rows {
+		rows[i].key = "" // checked below, round by round
+	}
+	r := ratios(results)
+	strs := make([]string, len(r))
+	for i, x := range r {
+		strs[i] = fmt.Sprintf("%.2f", x)
+	}
+	checked := slices.Sorted(slices.Values(r))[(len(r)-1)/2]
+	return append(rows, row{
+		what: fmt.Sprintf("  each round, bare / ours (%d of up to %d: a majority decides)", len(r), rounds), ours: strings.Join(strs, " "),
+		ratio: fmt.Sprintf("%.2f", checked), target: "median >= 0.9", key: "release", value: checked,
+	})
+}
+
+// thresholdOf is the smokeThresholds minimum of part's key.
+func thresholdOf(part, key string) float64 {
+	for _, t := range smokeThresholds {
+		if strings.HasPrefix(part, t.part) && t.key == key {
+			return t.min
+		}
+	}
+	panic("no bench-smoke threshold for " + part + " " + key)
 }
 
 // smokeThreshold: the ratio key of part's rows must be at least min. from says where min comes

@@ -192,7 +192,13 @@ func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
 	var rows []row
 	for _, s := range scenarios {
 		if only == "" || slices.Contains(strings.Split(only, ","), s.name) {
+			before := namespaceNames(ctx, b, c)
 			rows = append(rows, s.run(benchEnv{ctx: ctx, b: b, c: c, cs: cs, tb: tb})...)
+			// The scenario's namespaces are gone before the next one starts: its cold starts
+			// list the next scenario's objects only, and no namespace deletion loads its windows.
+			deleted := map[string]bool{}
+			deleteNamespacesSince(ctx, b, c, before, deleted)
+			waitNamespacesGone(ctx, b, c, deleted)
 		}
 	}
 	printTable(addon, rows)
