@@ -6,9 +6,11 @@ import (
 	"hash/fnv"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -36,8 +38,10 @@ type annotated struct {
 
 // startEvents starts a broadcaster that writes Events through httpClient (the manager's
 // connections), with cfg's identity, at qps and burst, until ctx is done; stop it with
-// Shutdown. The client it writes through is returned too. Events are best effort: those waiting for the rate limit die with the process.
-func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, eventsv1client.EventsV1Interface, error) {
+// Shutdown. The client it writes through is returned too, and the sink, which counts the Events
+// not written because ctx ended. Events are best effort: those waiting for the rate limit die
+// with the process.
+func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client, qps float32, burst int) (events.EventBroadcaster, eventsv1client.EventsV1Interface, *stoppingSink, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
 	// Events are a built-in kind: protobuf costs the API server and us less than JSON, as for
@@ -45,14 +49,51 @@ func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client,
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cl, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the events client: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cl})
+	sink := &stoppingSink{EventSink: &events.EventSinkImpl{Interface: cl}}
+	b := events.NewBroadcaster(sink)
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("starting the event broadcaster: %w", err)
+		return nil, nil, nil, fmt.Errorf("starting the event broadcaster: %w", err)
 	}
-	return b, cl, nil
+	return b, cl, sink, nil
 }
+
+// stoppingSink is the broadcaster's sink. A write that fails because its context ended (the
+// process stops; most often while the Event waited for --event-qps) is counted and taken as done:
+// client-go would otherwise log each one as an error, with its stack, and try it again, which
+// after a burst of Events is thousands of lines at every stop. The count is logged once
+// (Unwritten). Other failures go to client-go as they are: logged, and retried or dropped.
+type stoppingSink struct {
+	events.EventSink
+	unwritten atomic.Int64
+}
+
+func (s *stoppingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return s.written(ctx, e, s.EventSink.Create)
+}
+
+func (s *stoppingSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return s.written(ctx, e, s.EventSink.Update)
+}
+
+func (s *stoppingSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	return s.written(ctx, e, func(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+		return s.EventSink.Patch(ctx, e, data)
+	})
+}
+
+func (s *stoppingSink) written(ctx context.Context, e *eventsv1.Event, write func(context.Context, *eventsv1.Event) (*eventsv1.Event, error)) (*eventsv1.Event, error) {
+	out, err := write(ctx, e)
+	if err != nil && ctx.Err() != nil {
+		s.unwritten.Add(1)
+		return e, nil
+	}
+	return out, err
+}
+
+// Unwritten is how many Events were not written because the process stopped.
+func (s *stoppingSink) Unwritten() int64 { return s.unwritten.Load() }
 
 type noteLimit struct{ events.EventRecorder }
 

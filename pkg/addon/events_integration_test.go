@@ -30,7 +30,7 @@ func TestEventsOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, cl, err := startEvents(ctx, rc, httpClient, 100, 100)
+	b, cl, _, err := startEvents(ctx, rc, httpClient, 100, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

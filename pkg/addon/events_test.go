@@ -1,6 +1,8 @@
 package addon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
@@ -96,5 +99,59 @@ func TestToldOnceAndWarn(t *testing.T) {
 	told.Forget("a")
 	if told.Has("a", "pvc-2") || !told.Warn(&rec, js, nil, "Invalid", "Skip", "bad") {
 		t.Error("Forget left what was told")
+	}
+}
+
+// failingSink fails every write with err, or with its context's error once that ended.
+type failingSink struct{ err error }
+
+func (f failingSink) fail(ctx context.Context) (*eventsv1.Event, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, f.err
+}
+
+func (f failingSink) Create(ctx context.Context, _ *eventsv1.Event) (*eventsv1.Event, error) {
+	return f.fail(ctx)
+}
+
+func (f failingSink) Update(ctx context.Context, _ *eventsv1.Event) (*eventsv1.Event, error) {
+	return f.fail(ctx)
+}
+
+func (f failingSink) Patch(ctx context.Context, _ *eventsv1.Event, _ []byte) (*eventsv1.Event, error) {
+	return f.fail(ctx)
+}
+
+func TestStoppingSink(t *testing.T) {
+	refused := errors.New("refused")
+	s := &stoppingSink{EventSink: failingSink{err: refused}}
+	e := &eventsv1.Event{}
+	writes := map[string]func(context.Context) (*eventsv1.Event, error){
+		"create": func(ctx context.Context) (*eventsv1.Event, error) { return s.Create(ctx, e) },
+		"update": func(ctx context.Context) (*eventsv1.Event, error) { return s.Update(ctx, e) },
+		"patch":  func(ctx context.Context) (*eventsv1.Event, error) { return s.Patch(ctx, e, []byte("{}")) },
+	}
+	for name, write := range writes {
+		// While the process runs, a failure is client-go's to log and retry.
+		if _, err := write(context.Background()); !errors.Is(err, refused) {
+			t.Errorf("%s while running: %v, want %v", name, err, refused)
+		}
+	}
+	if got := s.Unwritten(); got != 0 {
+		t.Errorf("Unwritten while running = %d, want 0", got)
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, write := range writes {
+		// Once it stops, the write is counted and taken as done: not logged, not retried.
+		got, err := write(stopped)
+		if err != nil || got != e {
+			t.Errorf("%s once stopped: %v, %v; want the event, no error", name, got, err)
+		}
+	}
+	if got := s.Unwritten(); got != 3 {
+		t.Errorf("Unwritten once stopped = %d, want 3", got)
 	}
 }

@@ -382,7 +382,7 @@ func withShutdownDelay(signalled context.Context, mgr ctrl.Manager, cfg Config, 
 // add once started (informers, controllers) would wait for the informers made before it, and
 // list after them.
 func (m *runManager) setup(ctx context.Context, opts Options, cfg Config, gates featuregate.FeatureGate, restCfg *rest.Config) (stop func(), err error) {
-	eventBroadcaster, eventsClient, err := startEvents(ctx, restCfg, m.httpClient, cfg.EventQPS, cfg.EventBurst)
+	eventBroadcaster, eventsClient, sink, err := startEvents(ctx, restCfg, m.httpClient, cfg.EventQPS, cfg.EventBurst)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +401,12 @@ func (m *runManager) setup(ctx context.Context, opts Options, cfg Config, gates 
 			return nil, fmt.Errorf("setting up controllers and webhooks: %w", err)
 		}
 	}
-	return eventBroadcaster.Shutdown, nil
+	return func() {
+		eventBroadcaster.Shutdown()
+		if n := sink.Unwritten(); n > 0 {
+			m.GetLogger().WithName(opts.Name).Info("Events not written: the process stopped while they waited (--event-qps)", "events", n)
+		}
+	}, nil
 }
 
 func setupCertificates(mgr ctrl.Manager, opts Options, cfg Config) (<-chan struct{}, error) {
