@@ -54,7 +54,7 @@ var skips = []struct{ spec, reason string }{
 
 // races are upstream specs that sometimes fail on the testbed whether the add-ons run or not.
 // One that fails is run once more, alone, in the same pass (runPass).
-var races = []struct{ spec, reason string }{
+var races = []knownRace{
 	{
 		spec: "should allow to resume JobSet after updating PodTemplate",
 		reason: "the spec suspends, updates the pod template and resumes within some 30 ms, and the JobSet then " +
@@ -107,6 +107,7 @@ type passResult struct {
 	retried []knownRace
 }
 
+// knownRace is an upstream spec known to fail sometimes, and why.
 type knownRace struct{ spec, reason string }
 
 func run(ctx context.Context, suite string, passes []string) error {
@@ -277,7 +278,7 @@ func runPass(ctx context.Context, name, suite, skip, outDir string) (passResult,
 		}
 		if slices.Contains(again.passedSpecs, race.spec) {
 			r.passedAgain(race.spec)
-			r.retried = append(r.retried, knownRace{race.spec, race.reason})
+			r.retried = append(r.retried, race)
 		}
 	}
 	return r, nil
@@ -315,7 +316,11 @@ func runSuite(ctx context.Context, name, file, suite, skip, focus, outDir string
 	cmd.Dir = outDir
 	cmd.Env = append(os.Environ(), "NAMESPACE="+standInNamespace)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	logf("pass %s: running %s %s(output in %s)", name, filepath.Base(suite), map[bool]string{true: "", false: "on " + focus + " alone again "}[focus == ""], logPath)
+	what := filepath.Base(suite)
+	if focus != "" {
+		what += " on " + focus + " alone again"
+	}
+	logf("pass %s: running %s (output in %s)", name, what, logPath)
 	start := time.Now()
 	runErr := cmd.Run()
 	r.took = time.Since(start)
