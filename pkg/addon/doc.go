@@ -31,5 +31,7 @@
 //   - Events. Tell emits an Event whose note varies (an error, a count, names): each note is its
 //     own Event, never folded into the series of another note, which client-go's recorder
 //     would show with the first note only. A note that never varies may go through the
-//     recorder's Eventf. EventRecorder cuts notes to what the apiserver takes (CutNote).
+//     recorder's Eventf. EventRecorder cuts notes to what the apiserver takes (CutNote). Events
+//     wait, at most EventsYield, for the reconciles in flight to end: a controller's reconciler
+//     is given to the builder's Complete as Busy(r).
 package addon

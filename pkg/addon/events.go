@@ -51,7 +51,7 @@ func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client,
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	sink := &stoppingSink{EventSink: &events.EventSinkImpl{Interface: cl}}
+	sink := &stoppingSink{EventSink: &events.EventSinkImpl{Interface: cl}, busy: reconciling}
 	b := events.NewBroadcaster(sink)
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		return nil, nil, nil, fmt.Errorf("starting the event broadcaster: %w", err)
@@ -64,9 +64,13 @@ func startEvents(ctx context.Context, cfg *rest.Config, httpClient *http.Client,
 // client-go would otherwise log each one as an error, with its stack, and try it again, which
 // after a burst of Events is thousands of lines at every stop. The count is logged once
 // (Unwritten). Other failures go to client-go as they are: logged, and retried or dropped.
+//
+// Each write first waits, at most EventsYield, for the process's reconciles to be done (Busy).
 type stoppingSink struct {
 	events.EventSink
 	unwritten atomic.Int64
+	// busy is what writes wait for; nil: none.
+	busy *inFlight
 }
 
 func (s *stoppingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
@@ -84,6 +88,9 @@ func (s *stoppingSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte
 }
 
 func (s *stoppingSink) written(ctx context.Context, e *eventsv1.Event, write func(context.Context, *eventsv1.Event) (*eventsv1.Event, error)) (*eventsv1.Event, error) {
+	if s.busy != nil {
+		s.busy.wait(ctx, EventsYield)
+	}
 	out, err := write(ctx, e)
 	if err != nil && ctx.Err() != nil {
 		s.unwritten.Add(1)

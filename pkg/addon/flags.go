@@ -95,7 +95,7 @@ func (c *Config) bindFlags(fs *pflag.FlagSet, name string, gates featuregate.Mut
 	// when hundreds of JobSets arrive at once, one Event per object made would double the
 	// writes the API server takes in the burst and slow the objects themselves; the Events
 	// follow a few seconds later instead.
-	fs.Float32Var(&c.EventQPS, "event-qps", 20, "Events per second written to the Kubernetes API server (a client of their own, apart from --kube-api-qps); those still waiting when the process stops are not written, and one log line counts them")
+	fs.Float32Var(&c.EventQPS, "event-qps", 20, "Events per second written to the Kubernetes API server (a client of their own, apart from --kube-api-qps); each first waits up to 2s for the reconciles in flight to end; those still waiting when the process stops are not written, and one log line counts them")
 	fs.IntVar(&c.EventBurst, "event-burst", 20, "Burst of Events written to the Kubernetes API server")
 
 	fs.StringVar(&c.LogLevel, "log-level", "info", "Log level: debug, info, error, or a verbosity number (0 = info, higher = more)")

@@ -131,7 +131,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	for _, o := range composites {
 		b = b.WatchesRawSource(addon.Owns(mgr, &jobsetv1alpha2.JobSet{}, o, podGroupChanged()))
 	}
-	return b.Complete(r)
+	return b.Complete(addon.Busy(r))
 }
 
 // jobChanged passes a Job's creation, deletion, and the changes that can end a stage: its

@@ -86,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobHasTemplates)).
 		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Complete(addon.Busy(r))
 }
 
 // HasTemplates tells whether a ReplicatedJob of js carries the templates annotation.

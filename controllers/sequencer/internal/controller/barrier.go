@@ -131,7 +131,7 @@ func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache,
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
 		WatchesRawSource(source.Kind(pods, client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Complete(addon.Busy(r))
 }
 
 // barrierPod is a pod of the current attempt in its barrier.

@@ -94,7 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
 		WatchesRawSource(addon.Watches(mgr, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), gatedPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Complete(addon.Busy(r))
 }
 
 // Reconcile releases the stages whose predecessors hold, and their pods.

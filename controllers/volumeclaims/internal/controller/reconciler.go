@@ -86,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies)).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Complete(addon.Busy(r))
 }
 
 // jobSetOfClaim maps one of the add-on's PVCs to its JobSet.
