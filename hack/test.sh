@@ -34,8 +34,8 @@ trap - EXIT
 make --no-print-directory testbed-down
 unset KUBECONFIG
 
-# On a testbed of its own: after the e2e suites, on theirs, its parts ran 30 to 60 % longer (the
-# same work; 5m30s against 4m5s), and its ratios are steadier on a cluster that holds only it.
+# On a testbed of its own, which holds nothing of the e2e suites: on theirs, its parts ran 30 to
+# 60 % longer than alone (the same work; 5m30s against 4m5s); on its own, 5m7s in CI (scale.md).
 step "make bench-smoke (a testbed of its own)"
 make --no-print-directory bench-smoke
 
