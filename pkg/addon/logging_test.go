@@ -67,3 +67,22 @@ func BenchmarkLoggerWithValues(b *testing.B) {
 		})
 	}
 }
+
+// The process logger is built on lazyCore.
+func TestNewLoggerIsLazy(t *testing.T) {
+	for _, format := range []string{"json", "console"} {
+		log, err := newLogger("info", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, ok := log.GetSink().(zapr.Underlier)
+		if !ok {
+			t.Fatalf("%s: the logger's sink is %T, not zapr's", format, log.GetSink())
+		}
+		if core := u.GetUnderlying().Core(); core == nil {
+			t.Errorf("%s: the logger has no core", format)
+		} else if _, ok := core.(lazyCore); !ok {
+			t.Errorf("%s: the logger's core is %T, want lazyCore", format, core)
+		}
+	}
+}
