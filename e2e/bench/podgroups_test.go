@@ -111,7 +111,8 @@ func podGroupsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs 
 	// owner reference to the JobSet, spec), in the same namespace.
 	res := restartBench{
 		addon: "podgroups", ns: ns, list: list, resource: "podgroups", ours: ours, n: n,
-		qps: pgQPS, burst: pgBurst,
+		watches: []schema.GroupVersionResource{list.GroupVersion().WithResource("podgroups")},
+		qps:     pgQPS, burst: pgBurst,
 		bare: bareCreates(b, func(bare client.Client, i int) error {
 			js := &jobSets.Items[i]
 			meta := metav1.ObjectMeta{
@@ -271,7 +272,10 @@ func nativeVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 	res := restartBench{
 		addon: "podgroups", ns: ns, list: nativePodGroupList, resource: "podgroups", ours: ours, n: n,
 		also: []schema.GroupVersionKind{nativeWorkloadList},
-		qps:  pgQPS, burst: pgBurst,
+		watches: []schema.GroupVersionResource{
+			nativePodGroupList.GroupVersion().WithResource("podgroups"), nativeWorkloadList.GroupVersion().WithResource("workloads"),
+		},
+		qps: pgQPS, burst: pgBurst,
 		bare: bareCreates(b, func(bare client.Client, i int) error {
 			js := &jobSets.Items[i]
 			meta := metav1.ObjectMeta{

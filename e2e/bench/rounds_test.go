@@ -103,7 +103,15 @@ type restartBench struct {
 	events      int
 	// rounds is how many; 0 is benchRounds().
 	rounds int
+	// watches are the kinds made as the add-on's cache watches them (their metadata, by its
+	// labels, in every namespace). When set, each round also times the bare loop while such
+	// watches run: the API server's cost of a controller's watches of what it makes.
+	watches []schema.GroupVersionResource
 }
+
+// bareWatched: the rounds of a restartBench with watches also time the bare loop with them
+// (bench-smoke does not: a third window each round).
+var bareWatched = true
 
 // waitForEvents: the last round of a restartBench waits for the add-on's Events (bench-smoke
 // does not: a rate limit's time, 15 to 30 s a scenario).
@@ -112,6 +120,8 @@ var waitForEvents = true
 // restartResult holds, per round, the bare loop's time and the add-on's.
 type restartResult struct {
 	bare, working, restart, started, acting, first, events []time.Duration
+	// watched is the bare loop's time with the add-on's watches (restartBench.watches).
+	watched []time.Duration
 	// The apiserver's account of each window, summed over the rounds.
 	bareServer, oursServer apiserverStats
 	// CPU time each process used in the timed windows, summed over the rounds.
@@ -169,7 +179,8 @@ func addCPU(sum map[string]time.Duration, round map[string]time.Duration) map[st
 }
 
 // rows are the table rows of the result: the rate from the workers starting against the bare
-// loop (the target), each round's ratio, then the cold start.
+// loop (the target), each round's ratio, against the bare loop with the add-on's watches (when
+// timed), then the cold start.
 func (r restartResult) rows(what, target string, n int) []row {
 	bare, working, restart := median(r.bare), median(r.working), median(r.restart)
 	rows := []row{
@@ -182,6 +193,21 @@ func (r restartResult) rows(what, target string, n int) []row {
 			key:      "rate", value: bare.Seconds() / working.Seconds(),
 		},
 		{what: "  each round, bare / ours", ours: roundRatios(r.working, r.bare), target: "-"},
+	}
+	if len(r.watched) > 0 {
+		watched := median(r.watched)
+		rows = append(rows, []row{
+			{
+				what:     "  against the bare loop with the add-on's watches of what it makes (metadata, its labels)",
+				ours:     working.Round(time.Millisecond).String(),
+				baseline: watched.Round(time.Millisecond).String() + " bare+watches",
+				ratio:    fmt.Sprintf("%.2f", watched.Seconds()/working.Seconds()),
+				target:   "-",
+			},
+			{what: "  each round, bare+watches / ours", ours: roundRatios(r.working, r.watched), target: "-"},
+		}...)
+	}
+	rows = append(rows, []row{
 		{
 			what:     fmt.Sprintf("%s, from the process starting (cold start)", what),
 			ours:     restart.Round(time.Millisecond).String(),
@@ -202,7 +228,7 @@ func (r restartResult) rows(what, target string, n int) []row {
 		{what: "  heap the apiserver allocated per round (ours: from the process start)", ours: fmt.Sprintf("%.0f MB", r.oursServer.allocated/1e6/float64(len(r.working))),
 			baseline: fmt.Sprintf("%.0f MB", r.bareServer.allocated/1e6/float64(len(r.bare))), target: "-"},
 		{what: "  garbage collections the apiserver ran in them, all rounds", ours: fmt.Sprintf("%.0f", r.oursServer.collections), baseline: fmt.Sprintf("%.0f", r.bareServer.collections), target: "-"},
-	}
+	}...)
 	for _, p := range slices.Sorted(maps.Keys(r.oursCPU)) {
 		rows = append(rows, row{
 			what:     fmt.Sprintf("  CPU used by %s in the timed windows, per round", p),
@@ -218,7 +244,8 @@ func (r restartResult) rows(what, target string, n int) []row {
 // deleted; the bare loop creates them (16 at once, as the add-on's ServiceAccount, with its QPS
 // and burst) and they are deleted again; the add-on is started and makes them again. The add-on
 // is timed from the moment it acts (its workers start on synced caches, with the Lease) until
-// all n exist, the bare loop from its start: the same work. The cold start (process start,
+// all n exist, the bare loop from its start: the same work. With watches, each round also
+// times the bare loop while watches like the add-on's run. The cold start (process start,
 // listing what it caches, taking the Lease) is a cost per start, not per object, and has rows
 // of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
 func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, cs kubernetes.Interface) restartResult {
@@ -314,6 +341,26 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		r.bareCPU = addCPU(r.bareCPU, cpu.between(start, start.Add(bare)))
 		r.bareServer = r.bareServer.plus(serverSide().minus(before))
 		deleteAll()
+		if len(rb.watches) > 0 && bareWatched {
+			var watches []*objectClock
+			for _, gvr := range rb.watches {
+				w, err := watchCount(ctx, rc, gvr, "", rb.ours, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				watches = append(watches, w)
+			}
+			collect()
+			start := time.Now()
+			if err := createParallel(rb.n, 16, create); err != nil {
+				b.Fatal(err)
+			}
+			r.watched = append(r.watched, until(rb.n).Sub(start))
+			for _, w := range watches {
+				w.Stop()
+			}
+			deleteAll()
+		}
 
 		// The clock starts as the process is started.
 		eventsBefore := events.count()

@@ -34,7 +34,7 @@ func BenchmarkSmoke(b *testing.B) {
 	defer cancel()
 	tl := watchTimeline(wctx, b, cs)
 	rounds := envIntOr("SMOKE_ROUNDS", 3)
-	waitForEvents = false
+	waitForEvents, bareWatched = false, false
 	// clean: the part starts once the namespaces of the parts before it are gone, so that its
 	// add-on's cold start (checked) lists its own objects only. The others start while those
 	// are deleted, which loads ours and the baseline alike.
