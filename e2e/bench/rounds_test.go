@@ -245,7 +245,8 @@ func (r restartResult) rows(what, target string, n int) []row {
 // and burst) and they are deleted again; the add-on is started and makes them again. The add-on
 // is timed from the moment it acts (its workers start on synced caches, with the Lease) until
 // all n exist, the bare loop from its start: the same work. With watches, each round also
-// times the bare loop while watches like the add-on's run. The cold start (process start,
+// times the bare loop while watches like the add-on's run, before or after the plain bare loop
+// in turn. The cold start (process start,
 // listing what it caches, taking the Lease) is a cost per start, not per object, and has rows
 // of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
 func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, cs kubernetes.Interface) restartResult {
@@ -328,20 +329,22 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		}
 		rc.QPS, rc.Burst = rb.qps, rb.burst
 		create := rb.bare(rc)
-		collect()
-		before := serverSide()
-		cpu := sampleCPU(cpuProcesses(rb.addon)...)
-		start := time.Now()
-		if err := createParallel(rb.n, 16, create); err != nil {
-			b.Fatal(err)
+		plain := func() {
+			collect()
+			before := serverSide()
+			cpu := sampleCPU(cpuProcesses(rb.addon)...)
+			start := time.Now()
+			if err := createParallel(rb.n, 16, create); err != nil {
+				b.Fatal(err)
+			}
+			bare := until(rb.n).Sub(start)
+			cpu.Stop()
+			r.bare = append(r.bare, bare)
+			r.bareCPU = addCPU(r.bareCPU, cpu.between(start, start.Add(bare)))
+			r.bareServer = r.bareServer.plus(serverSide().minus(before))
+			deleteAll()
 		}
-		bare := until(rb.n).Sub(start)
-		cpu.Stop()
-		r.bare = append(r.bare, bare)
-		r.bareCPU = addCPU(r.bareCPU, cpu.between(start, start.Add(bare)))
-		r.bareServer = r.bareServer.plus(serverSide().minus(before))
-		deleteAll()
-		if len(rb.watches) > 0 && bareWatched {
+		watched := func() {
 			var watches []*objectClock
 			for _, gvr := range rb.watches {
 				w, err := watchCount(ctx, rc, gvr, "", rb.ours, "")
@@ -361,17 +364,27 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 			}
 			deleteAll()
 		}
+		switch {
+		case len(rb.watches) == 0 || !bareWatched:
+			plain()
+		case round%2 == 0:
+			plain()
+			watched()
+		default: // every other round the other way round: neither window always comes first
+			watched()
+			plain()
+		}
 
 		// The clock starts as the process is started.
 		eventsBefore := events.count()
 		collect()
-		before = serverSide()
-		start = time.Now()
+		before := serverSide()
+		start := time.Now()
 		if err := addon.Start(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
 		r.started = append(r.started, time.Since(start))
-		cpu = sampleCPU(cpuProcesses(rb.addon)...)
+		cpu := sampleCPU(cpuProcesses(rb.addon)...)
 		r.first = append(r.first, until(1).Sub(start))
 		restart := until(rb.n).Sub(start)
 		cpu.Stop()
