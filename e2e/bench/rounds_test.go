@@ -246,9 +246,8 @@ func (r restartResult) rows(what, target string, n int) []row {
 // is timed from the moment it acts (its workers start on synced caches, with the Lease) until
 // all n exist, the bare loop from its start: the same work. With watches, each round also
 // times the bare loop while watches like the add-on's run, before or after the plain bare loop
-// in turn. The cold start (process start,
-// listing what it caches, taking the Lease) is a cost per start, not per object, and has rows
-// of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
+// in turn. The cold start (process start, listing what it caches, taking the Lease) is a cost
+// per start, not per object, and has rows of its own. Each round starts by stopping the add-on: Events still waiting for --event-qps die with it.
 func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, cs kubernetes.Interface) restartResult {
 	serverSide := func() apiserverStats {
 		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
