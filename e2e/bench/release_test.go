@@ -164,12 +164,32 @@ func (r releaseResult) rate(n int) float64 { return float64(n) / median(r.times)
 // would weigh on the next loop.
 const releaseTogether = 4000
 
-// measureRelease runs each loop on a JobSet of jobs x pods of its own, rounds times, the
-// order of the loops turned by one each round, and returns each loop's times. A round's
-// JobSets are made at once when they fit releaseTogether (unscheduled); each is measured after
-// the one before it once a second passed without a pod's change (the watch), or a minute.
-// enough, if set, ends the rounds early once it says the results so far decide what they are for.
-func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, jobs, pods, rounds int, unscheduled bool, loops []releaseLoop, enough func([]releaseResult) bool) []releaseResult {
+// releaseRun is what measureRelease measures: each of loops releases a JobSet of jobs x pods
+// of its own (unscheduled: s1's pods name a scheduler that does not run), rounds times.
+type releaseRun struct {
+	jobs, pods, rounds int
+	unscheduled        bool
+	// leave: the JobSets and their pods are not deleted between the rounds nor after them, but
+	// left to the deletion of their namespace (bench-smoke's). Only for unscheduled pods, which
+	// stay Pending and idle: nothing works on them while the next round is measured. A round's
+	// deletion (2,000 pods with the Job controller's finalizer: some 4,000 writes) took 22 to
+	// 33 s of bench-smoke's release part.
+	leave bool
+	loops []releaseLoop
+	// enough, if set, ends the rounds early once it says the results so far decide what they
+	// are for.
+	enough func([]releaseResult) bool
+}
+
+// measureRelease runs each loop of r on a JobSet of its own, r.rounds times, the order of the
+// loops turned by one each round, and returns each loop's times. A round's JobSets are made at
+// once when they fit releaseTogether (unscheduled); each is measured after the one before it
+// once a second passed without a pod's change (the watch), or a minute.
+func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, r releaseRun) []releaseResult {
+	if r.leave && !r.unscheduled {
+		b.Fatal("measureRelease: only unscheduled pods can be left between the rounds")
+	}
+	jobs, pods, loops := r.jobs, r.pods, r.loops
 	n := jobs * pods
 	ns := namespace(ctx, b, c, "release")
 	results := make([]releaseResult, len(loops))
@@ -177,15 +197,15 @@ func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testb
 		results[i].loop = l
 	}
 	batch := 1
-	if unscheduled {
+	if r.unscheduled {
 		batch = max(1, min(len(loops), releaseTogether/n))
 	}
-	for round := range rounds {
+	for round := range r.rounds {
 		for first := 0; first < len(loops); first += batch {
 			var made []*jobsetv1alpha2.JobSet
 			for k := first; k < min(first+batch, len(loops)); k++ {
 				i := (k + round) % len(loops)
-				js := releaseJobSet(ns, fmt.Sprintf("r%d-%d", round, i), jobs, pods, unscheduled)
+				js := releaseJobSet(ns, fmt.Sprintf("r%d-%d", round, i), jobs, pods, r.unscheduled)
 				if err := c.Create(ctx, js); err != nil {
 					b.Fatal(err)
 				}
@@ -205,9 +225,11 @@ func measureRelease(ctx context.Context, b *testing.B, c client.Client, tb testb
 				fmt.Fprintf(os.Stderr, "%s release round %d: %s: %d pods in %s (%.0f pods/s), the first after %s (load %s)\n", time.Now().Format("15:04:05"),
 					round, loops[i], n, d.Round(time.Millisecond), float64(n)/d.Seconds(), first.Round(time.Millisecond), loadAverage())
 			}
-			deleteJobSetsNow(ctx, b, c, tb, ns, made)
+			if !r.leave {
+				deleteJobSetsNow(ctx, b, c, tb, ns, made)
+			}
 		}
-		if enough != nil && enough(results) {
+		if r.enough != nil && r.enough(results) {
 			break
 		}
 	}
@@ -370,6 +392,6 @@ func releaseScenario(ctx context.Context, b *testing.B, c client.Client, tb test
 	// RELEASE_UNSCHEDULED=1: s1's pods name a scheduler that does not run (as bench-smoke's), so
 	// that a round's JobSets are made together and no scheduler's work weighs on the next loop.
 	unscheduled := os.Getenv("RELEASE_UNSCHEDULED") == "1"
-	results := measureRelease(ctx, b, c, tb, tl, jobs, pods, envIntOr("RELEASE_ROUNDS", 1), unscheduled, releaseLoops(b), nil)
+	results := measureRelease(ctx, b, c, tb, tl, releaseRun{jobs: jobs, pods: pods, rounds: envIntOr("RELEASE_ROUNDS", 1), unscheduled: unscheduled, loops: releaseLoops(b)})
 	printTable(fmt.Sprintf("release: s1 of %d Jobs x %d pods, from s0 Complete (ours) or the loop's start", jobs, pods), releaseRows(results, jobs*pods))
 }

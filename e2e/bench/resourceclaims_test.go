@@ -91,22 +91,14 @@ func claimsVersusBare(ctx context.Context, b *testing.B, c client.Client, cs kub
 
 	ns := namespace(ctx, b, c, "bench-rc")
 	seen := newArrivals()
-	jobWatch, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	claimWatch, err := cs.ResourceV1().ResourceClaims(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	jsWatch := watchList(ctx, b, tb, &jobsetv1alpha2.JobSetList{}, ns)
-	seen.follow("jobset", jsWatch)
-	seen.follow("job", jobWatch)
-	seen.follow("claim", claimWatch)
+	seen.follow("jobset", watchList(ctx, b, tb, &jobsetv1alpha2.JobSetList{}, ns))
+	seen.follow("job", watchList(ctx, b, tb, &batchv1.JobList{}, ns))
+	seen.follow("claim", watchList(ctx, b, tb, &resourcev1.ResourceClaimList{}, ns))
 	defer seen.stop()
 
 	hooks := []string{"mjobset.kb.io", "vjobset.kb.io", "vjobset.resourceclaims.jobset-addons.io"}
 	before := map[string]histogram{}
+	var err error
 	for _, h := range hooks {
 		if before[h], err = webhookHistogram(ctx, cs, h); err != nil {
 			b.Fatal(err)

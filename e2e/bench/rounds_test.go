@@ -117,6 +117,13 @@ var bareWatched = true
 // does not: a rate limit's time, 15 to 30 s a scenario).
 var waitForEvents = true
 
+// beforeRounds, when set, is called once before a restartBench's first round, after its
+// scenario made what the add-on works on: bench-smoke waits there for the namespaces of the
+// parts before it to be gone, so that the add-on's cold starts list its own objects only while
+// the scenario's own setup (for podgroups some 20 s of the JobSet controller's work) overlaps
+// their deletion.
+var beforeRounds func()
+
 // restartResult holds, per round, the bare loop's time and the add-on's.
 type restartResult struct {
 	bare, working, restart, started, acting, first, events []time.Duration
@@ -280,12 +287,15 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 		return at
 	}
 	deleteAll := func() {
-		for _, list := range append([]schema.GroupVersionKind{rb.list}, rb.also...) {
+		kinds := append([]schema.GroupVersionKind{rb.list}, rb.also...)
+		for _, list := range kinds { // each kind deleted, then all waited for together
 			obj := &metav1.PartialObjectMetadata{}
 			obj.SetGroupVersionKind(list.GroupVersion().WithKind(strings.TrimSuffix(list.Kind, "List")))
 			if err := c.DeleteAllOf(ctx, obj, client.InNamespace(rb.ns), rb.ours); err != nil {
 				b.Fatal(err)
 			}
+		}
+		for _, list := range kinds {
 			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 				return countObjects(ctx, c, list, rb.ns, rb.ours) == 0, nil
 			}); err != nil {
@@ -310,6 +320,9 @@ func (rb restartBench) run(ctx context.Context, b *testing.B, c client.Client, t
 	rounds := rb.rounds
 	if rounds == 0 {
 		rounds = benchRounds()
+	}
+	if beforeRounds != nil {
+		beforeRounds()
 	}
 	for round := range rounds {
 		if err := testbed.StopAddon(ctx, tb, rb.addon); err != nil {

@@ -222,7 +222,8 @@ func bigJobSet(ctx context.Context, b *testing.B, c client.Client, cs kubernetes
 	// claims), once the big JobSet and its pods are gone.
 	deleteJobSetsNow(ctx, b, c, tb, ns, []*jobsetv1alpha2.JobSet{js})
 	releases := append([]releaseResult{{loop: oursRelease, times: []time.Duration{release}}},
-		measureRelease(ctx, b, c, tb, tl, jobs, pods, 1, false, []releaseLoop{bareAtSequencerLimits, {qps: -1, workers: envIntOr("RELEASE_UNLIMITED_WORKERS", 128)}}, nil)...)
+		measureRelease(ctx, b, c, tb, tl, releaseRun{jobs: jobs, pods: pods, rounds: 1,
+			loops: []releaseLoop{bareAtSequencerLimits, {qps: -1, workers: envIntOr("RELEASE_UNLIMITED_WORKERS", 128)}}})...)
 	h, null := hooks["mpod.volumeclaims.jobset-addons.io"], hooks[nullWebhookName]
 	handler, err := handlerHistogram(ctx, tb, "volumeclaims", "/mutate--v1-pod")
 	if err != nil {
