@@ -56,6 +56,15 @@ func (v Verdict) String() string {
 	return "unsure"
 }
 
+// NamespaceTerminating tells whether err, the answer to a create, says the namespace is being
+// deleted. Nothing can be made there any more, and the JobSet goes with its namespace: a
+// controller makes nothing, reports no failure and does not retry, as Kubernetes' Job and
+// ReplicaSet controllers do; each event of the namespace's deletion (its objects going one by
+// one) would otherwise bring the same refused create again, and its retries.
+func NamespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
 // Classify tells what err, the answer to a create of an object, says about that object (see
 // Verdict). A create that would collide with an existing object (409 AlreadyExists) is Accepted:
 // the API server validates and admits an object before it looks for its name.
@@ -63,7 +72,7 @@ func Classify(err error) Verdict {
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return Accepted
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+	case NamespaceTerminating(err):
 		return Unsure
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		return Refused

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
+	"reflect"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,4 +58,20 @@ func DryRunClient() client.Client {
 		},
 	}).Build()
 	return c
+}
+
+// NamespaceTerminatingCreate is an interceptor's Create that answers every create as the API
+// server does in a namespace being deleted: 403 Forbidden, with the NamespaceTerminating cause.
+// tried, if set, is told each object it refused.
+func NamespaceTerminatingCreate(tried func(client.Object)) func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+	return func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+		if tried != nil {
+			tried(obj)
+		}
+		resource := strings.ToLower(reflect.TypeOf(obj).Elem().Name()) + "s" // a PodGroup's podgroups
+		err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, obj.GetName(),
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", obj.GetNamespace()))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+		return err
+	}
 }

@@ -69,6 +69,8 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 		r.warnOnce(js, ReasonWorkloadNameTaken, "name-taken",
 			"Workload %s exists and is not one podgroups made for this JobSet: it is left alone and no PodGroup is made", want.Name)
 		return false, false, nil
+	case namespaceGoing:
+		return false, false, nil
 	}
 	return err == nil, false, err
 }
@@ -97,6 +99,8 @@ func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.Job
 	case notOurs:
 		r.warnOnce(js, ReasonNameTaken, "name-taken",
 			"CompositePodGroup %s exists and is not one podgroups made for this JobSet: it is left alone and no PodGroup of its Jobs is made", g.Name)
+		return false, nil
+	case namespaceGoing:
 		return false, nil
 	}
 	return err == nil, err

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -24,6 +26,7 @@ import (
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -56,6 +59,12 @@ func podGroup(t *testing.T, js *jobsetv1alpha2.JobSet, stage int, minMember int3
 // fakeCluster is a fake client holding objs, with the field indexes the reconciler lists by.
 func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend, composites bool, objs ...client.Object) client.Client {
 	t.Helper()
+	return fakeBuilder(t, installed, composites, objs...).Build()
+}
+
+// fakeBuilder is fakeCluster's builder, for a test to add to.
+func fakeBuilder(t *testing.T, installed map[contract.Scheduler]backend.Backend, composites bool, objs ...client.Object) *fake.ClientBuilder {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -66,7 +75,7 @@ func fakeCluster(t *testing.T, installed map[contract.Scheduler]backend.Backend,
 	for _, o := range indexed(installed, composites) {
 		b = b.WithIndex(o, JobSetNameIndex, jobsets.IndexByName)
 	}
-	return b.Build()
+	return b
 }
 
 // state is what a test reads back: the PodGroups' minMember (or gang minCount) by name, the
@@ -263,6 +272,41 @@ func TestReconcile(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNamespaceTerminating: a create the API server refuses because the JobSet's namespace is
+// being deleted is not a failure: the reconcile returns no error (no retry), tells nothing, and
+// makes nothing after it (the kubernetes backend's PodGroup is not tried once its Workload was
+// refused so). Each reconcile tries again, once: an event of the namespace's deletion brings it.
+func TestNamespaceTerminating(t *testing.T) {
+	all := backend.ByScheduler(backend.All(backend.Names{}))
+	for _, scheduler := range []string{"volcano", "kubernetes"} {
+		t.Run(scheduler, func(t *testing.T) {
+			js := admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: scheduler}, false).Obj())
+			var tried []string
+			c := fakeBuilder(t, all, false, js).WithInterceptorFuncs(interceptor.Funcs{
+				Create: addontest.NamespaceTerminatingCreate(func(obj client.Object) { tried = append(tried, fmt.Sprintf("%T", obj)) }),
+			}).Build()
+			rec := events.NewFakeRecorder(100)
+			clock := clocktesting.NewFakeClock(start)
+			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: all, DefaultQueue: "default",
+				deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
+			for i := range 2 {
+				res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}})
+				if err != nil || !res.IsZero() {
+					t.Fatalf("reconcile %d: %+v, %v; want nothing to retry", i, res, err)
+				}
+			}
+			first := map[string]string{"volcano": "*v1beta1.PodGroup", "kubernetes": "*v1beta1.Workload"}[scheduler]
+			if diff := cmp.Diff([]string{first, first}, tried); diff != "" {
+				t.Errorf("creates tried (-want +got):\n%s", diff)
+			}
+			close(rec.Events)
+			for e := range rec.Events {
+				t.Errorf("event %q, want none", e)
 			}
 		})
 	}

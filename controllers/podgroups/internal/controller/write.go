@@ -24,6 +24,9 @@ const (
 	// replaced: ours, with something the API lets not change (a PodGroup's claims) other than
 	// want's; deleted, to be made again once gone.
 	replaced
+	// namespaceGoing: not made, the namespace being deleted (addon.NamespaceTerminating): the
+	// JobSet goes with it, and nothing is retried or made after it.
+	namespaceGoing
 )
 
 // kind is how write makes, reads and changes objects of one kind T: kind names them in errors,
@@ -51,6 +54,9 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 			k.made.Created(want)
 			addon.CountObject(k.name, addon.ActionCreated, 1)
 			return created, want, nil
+		}
+		if addon.NamespaceTerminating(err) {
+			return namespaceGoing, none, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			reconcileErrors.WithLabelValues("create").Inc()

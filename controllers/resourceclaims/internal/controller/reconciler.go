@@ -424,7 +424,7 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		out.add(a.jobName, "created", a.create.Name, nil)
 		return
 	}
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+	if addon.NamespaceTerminating(err) {
 		return // the JobSet goes with its namespace
 	}
 	if addon.Classify(err) == addon.Refused {

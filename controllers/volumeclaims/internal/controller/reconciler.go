@@ -216,6 +216,8 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
+		case addon.NamespaceTerminating(err):
+			// The JobSet goes with its namespace: nothing to make, tell or retry.
 		case addon.Classify(err) == addon.Refused:
 			refused.Add(c.Template.Name, c.Name, err)
 			reconcileErrors.WithLabelValues("refused").Inc()

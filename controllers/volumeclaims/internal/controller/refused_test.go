@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 )
 
 // TestRefusedToldOnce: PVCs the API server refuses for good (here the per-pod ckpt template's,
@@ -72,5 +74,38 @@ func TestRefusedToldOnce(t *testing.T) {
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := c.List(context.Background(), &pvcs); err != nil || len(pvcs.Items) != 1 {
 		t.Errorf("%d PVCs (%v), want data-train alone", len(pvcs.Items), err)
+	}
+}
+
+// TestNamespaceTerminating: PVCs the API server refuses because the JobSet's namespace is being
+// deleted are not a failure: no error (no retry), no Event, nothing made; the next reconcile
+// (an event of the namespace's deletion) tries again, once each.
+func TestNamespaceTerminating(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = jobsetv1alpha2.AddToScheme(scheme)
+	tried := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(jobSet(true).Obj()).WithInterceptorFuncs(interceptor.Funcs{
+		Create: addontest.NamespaceTerminatingCreate(func(client.Object) { tried++ }),
+	}).Build()
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}}
+	perReconcile := 0
+	for i := range 2 {
+		res, err := r.Reconcile(context.Background(), req)
+		if err != nil || !res.IsZero() {
+			t.Fatalf("reconcile %d: %+v, %v; want nothing to retry", i, res, err)
+		}
+		if i == 0 {
+			perReconcile = tried
+		}
+	}
+	if perReconcile == 0 || tried != 2*perReconcile {
+		t.Errorf("%d creates tried in two reconciles, %d in the first: want each PVC tried once a reconcile", tried, perReconcile)
+	}
+	close(rec.Events)
+	for e := range rec.Events {
+		t.Errorf("event %q, want none", e)
 	}
 }
