@@ -36,10 +36,12 @@ func BenchmarkSmoke(b *testing.B) {
 	rounds := envIntOr("SMOKE_ROUNDS", 3)
 	waitForEvents, bareWatched = false, false
 	// clean: the part's rounds start once the namespaces of the parts before it are gone
-	// (beforeRounds), so that its add-on's cold starts (checked) list its own objects only; its
-	// setup overlaps their deletion. The others start while those are deleted, which loads ours
-	// and the baseline alike. The release comes last: its pods are left to its namespace's
-	// deletion (releaseRun.leave), which nothing measured follows.
+	// (beforeRounds), so that its add-on lists and reconciles its own objects only: its cold
+	// starts, and the Volcano part's rounds, where podgroups once reconciled the kubernetes
+	// part's 300 JobSets as their namespace went. Its setup overlaps their deletion. The others
+	// start while those are deleted, which loads ours and the baseline alike. The release comes
+	// last: its pods are left to its namespace's deletion (releaseRun.leave), which nothing
+	// measured follows.
 	parts := []struct {
 		name, addon string
 		clean       bool
@@ -47,10 +49,10 @@ func BenchmarkSmoke(b *testing.B) {
 	}{
 		{"resourceclaims: 300 claims", "resourceclaims", true, func() []row { return claimsVersusBare(ctx, b, c, cs, tb, 60, rounds) }},
 		{"podgroups: 300 Workloads + PodGroups (kubernetes)", "podgroups", true, func() []row { return nativeVersusBare(ctx, b, c, cs, tb, 300, rounds) }},
-		{"podgroups: 300 PodGroups (volcano)", "podgroups", false, func() []row {
+		{"podgroups: 300 PodGroups (volcano)", "podgroups", true, func() []row {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerVolcano, 300, rounds)
 		}},
-		{"podgroups: 300 PodGroups (coscheduling)", "podgroups", false, func() []row {
+		{"podgroups: 300 PodGroups (coscheduling)", "podgroups", true, func() []row {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerCoscheduling, 300, rounds)
 		}},
 		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25)} }},
