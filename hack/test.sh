@@ -35,7 +35,7 @@ make --no-print-directory testbed-down
 unset KUBECONFIG
 
 # On a testbed of its own, which holds nothing of the e2e suites: on theirs, its parts ran 30 to
-# 60 % longer than alone (the same work; 5m30s against 4m5s); on its own, 4m44s to 5m7s in CI (scale.md).
+# 60 % longer than alone (the same work; 5m30s against 4m5s); on its own, 3m53s to 4m39s (scale.md).
 step "make bench-smoke (a testbed of its own)"
 make --no-print-directory bench-smoke
 
