@@ -119,9 +119,9 @@ var waitForEvents = true
 
 // beforeRounds, when set, is called once before a restartBench's first round, after its
 // scenario made what the add-on works on: bench-smoke waits there for the namespaces of the
-// parts before it to be gone, so that the add-on's cold starts list its own objects only while
-// the scenario's own setup (for podgroups some 20 s of the JobSet controller's work) overlaps
-// their deletion.
+// parts before it to be gone, so that the add-on lists and reconciles its own objects only (its
+// cold starts, its rounds), while the scenario's own setup (for podgroups some 20 s of the JobSet
+// controller's work) overlaps their deletion.
 var beforeRounds func()
 
 // restartResult holds, per round, the bare loop's time and the add-on's.

@@ -114,8 +114,9 @@ func BenchmarkSmoke(b *testing.B) {
 // round by round, interleaved, until the rounds decide the check as a median of rounds would: a
 // majority of them at or above the threshold, or below it. Of 3, two rounds that agree decide
 // it whatever a third would give, and a third is run only when they fall on either side (each
-// round makes 2,000 pods, some 35 s). The ratio checked is the median of the rounds' ratios
-// (bare / ours), the lower of two: on the same side of the threshold as a median of all rounds.
+// round makes 2,000 pods and times two loops, 20 to 30 s). The ratio checked is the median of
+// the rounds' ratios (bare / ours), the lower of two: on the same side of the threshold as a
+// median of all rounds.
 func smokeRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, tl *timeline, rounds int) []row {
 	t := thresholdOf("sequencer: release", "release")
 	ratios := func(results []releaseResult) []float64 {
