@@ -21,16 +21,8 @@ import (
 // name, from the apiserver's apiserver_admission_webhook_admission_duration_seconds.
 func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) map[string]float64 {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	calls := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(APIServerMetrics(ctx, t, cfg), "\n") {
 		if !strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{") || !strings.Contains(line, "."+name+".jobset-addons.io") {
 			continue
 		}
@@ -89,4 +81,37 @@ func ExpectMetrics(ctx context.Context, t *testing.T, name string, series ...str
 			t.Errorf("%s's /metrics has no %s", name, s)
 		}
 	}
+}
+
+// MetricSum is the sum of the samples of metric in the Prometheus text body whose labels
+// contain each of labels (`name="value"`); 0 when there is none.
+func MetricSum(body, metric string, labels ...string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, metric+" ") && !strings.HasPrefix(line, metric+"{") {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			matches = matches && strings.Contains(line, l)
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil && matches {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// APIServerMetrics is the Prometheus text the cluster's apiserver serves on /metrics.
+func APIServerMetrics(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
