@@ -26,30 +26,11 @@ const RefusedMessage = "this cluster no longer accepts such objects"
 // template an upgraded API server no longer accepts would be. It waits until probe (such an
 // object, created for real) is refused, and deletes the policy when the test ends.
 func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group, resource, value string, probe func() client.Object) {
-	label := RefuseLabel
 	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-refuse-real-" + resource + "-" + value},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: value}},
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
-				}}},
-			},
-			Validations: []admissionregistrationv1.Validation{{Expression: "request.dryRun == true", Message: RefusedMessage}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	CreateAll(ctx, t, c, policy, binding)
-	t.Cleanup(func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) })
+	DenyPolicy(ctx, t, c, "e2e-refuse-real-"+resource+"-"+value, admissionregistrationv1.MatchResources{
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RefuseLabel: value}},
+		ResourceRules:  RulesOf(group, resource, admissionregistrationv1.Create),
+	}, "request.dryRun == true", RefusedMessage)
 	// The policy takes effect once the API server has loaded it.
 	Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
 		obj := probe()
@@ -60,6 +41,38 @@ func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group
 		}
 		return strings.Contains(err.Error(), RefusedMessage), err.Error(), nil
 	})
+}
+
+// DenyPolicy makes the ValidatingAdmissionPolicy name, bound with Deny, that refuses with
+// message what match selects unless expression holds, and deletes it when the test ends. It
+// does not wait for the API server to load it: each caller knows what shows that.
+func DenyPolicy(ctx context.Context, t *testing.T, c client.Client, name string, match admissionregistrationv1.MatchResources, expression, message string) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &match,
+			Validations:      []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	CreateAll(ctx, t, c, policy, binding)
+	t.Cleanup(func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) })
+}
+
+// RulesOf are the rules of a policy's match that select resource of group, every version, for
+// operations.
+func RulesOf(group, resource string, operations ...admissionregistrationv1.OperationType) []admissionregistrationv1.NamedRuleWithOperations {
+	return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: operations,
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+	}}}
 }
 
 // ExpectRefusedOnce checks that an add-on tells of objects the API server refuses for the JobSet

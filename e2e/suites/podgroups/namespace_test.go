@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -30,29 +29,11 @@ func TestNamespaceGoing(t *testing.T) {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		const held = "e2e: this JobSet is kept while its namespace terminates"
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-keep-jobsets-" + ns},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{
-					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{jobsetv1alpha2.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"jobsets"}},
-					}}},
-				},
-				Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: held}},
-			},
-		}
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			},
-		}
-		framework.CreateAll(ctx, t, c, policy, binding)
-		// Once the test ends the namespace goes, its JobSet with it.
-		t.Cleanup(func() { _ = c.Delete(context.Background(), binding); _ = c.Delete(context.Background(), policy) })
+		// Once the test ends the policy goes, and the namespace with its JobSet.
+		framework.DenyPolicy(ctx, t, c, "e2e-keep-jobsets-"+ns, admissionregistrationv1.MatchResources{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			ResourceRules:     framework.RulesOf(jobsetv1alpha2.GroupVersion.Group, "jobsets", admissionregistrationv1.Delete),
+		}, "false", held)
 
 		js := newJobSet(ns, "kept", contract.SchedulerVolcano).Suspend(true).ReplicatedJobs(replicated("a", 1, 2, "1h")).Obj()
 		framework.CreateAll(ctx, t, c, js)
