@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,15 +88,8 @@ func ExpectMetrics(ctx context.Context, t *testing.T, name string, series ...str
 // contain each of labels (`name="value"`); 0 when there is none.
 func MetricSum(body, metric string, labels ...string) float64 {
 	sum := 0.0
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, metric+" ") && !strings.HasPrefix(line, metric+"{") {
-			continue
-		}
-		matches := true
-		for _, l := range labels {
-			matches = matches && strings.Contains(line, l)
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil && matches {
+	for line, v := range testbed.Samples(body, metric) {
+		if !slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
 			sum += v
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"os/exec"
@@ -307,10 +308,24 @@ func ScrapeGauge(ctx context.Context, url, metric string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, metric+" ") || strings.HasPrefix(line, metric+"{") {
-			return strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		}
+	for _, v := range Samples(string(body), metric) {
+		return v, nil
 	}
 	return 0, fmt.Errorf("%s serves no %s", url, metric)
+}
+
+// Samples yields each sample of metric in the Prometheus text body: its line (name, labels and
+// value) and its value.
+func Samples(body, metric string) iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		for line := range strings.SplitSeq(body, "\n") {
+			if !strings.HasPrefix(line, metric+" ") && !strings.HasPrefix(line, metric+"{") {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+			if err == nil && !yield(line, v) {
+				return
+			}
+		}
+	}
 }
