@@ -283,11 +283,14 @@ func webhookConfigurations(ctx context.Context, cs kubernetes.Interface) ([]stri
 // the deadline raceDeadline, until it passes or has run raceRuns times; a race spec the suite
 // does not have (or skips) is not run.
 func runPass(ctx context.Context, name, suite, skip, outDir string) (passResult, error) {
-	withRaces := skip
-	for _, race := range races {
-		withRaces += "|" + regexp.QuoteMeta(race.spec) + "$"
+	withRaces := []string{skip}
+	if skip == "" {
+		withRaces = nil
 	}
-	r, err := runSuite(ctx, name, name, suite, withRaces, "", 0, outDir)
+	for _, race := range races {
+		withRaces = append(withRaces, regexp.QuoteMeta(race.spec)+"$")
+	}
+	r, err := runSuite(ctx, name, name, suite, strings.Join(withRaces, "|"), "", 0, outDir)
 	if err != nil {
 		return r, err
 	}
