@@ -296,9 +296,9 @@ unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## Unit and integration tests of e
 	$(PROMETHEUS_DIR)/promtool check rules charts/jobset-addons/files/alerts.yaml
 	$(PROMETHEUS_DIR)/promtool test rules charts/jobset-addons/tests/promtool/alerts_test.yaml
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
-	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table):
-	@# the rest of it needs a cluster (make e2e).
-	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/...
+	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table,
+	@# the testbed's metrics parsing): the rest of it needs a cluster (make e2e).
+	cd e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./kindbed/... ./cmd/... ./testbed/
 
 .PHONY: e2e
 e2e: testbed-bins kueue-bins trainer-bins prometheus-bins build ## e2e suites, one after another, on the testbed (started for the run unless KUBECONFIG is set), the neighbour suites reduced; the kind suite is make e2e-kind

@@ -137,17 +137,3 @@ func latest(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-// metricSum sums the samples of metric whose labels contain match, from Prometheus text.
-func metricSum(text, metric, match string) float64 {
-	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, match) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}

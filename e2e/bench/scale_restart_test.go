@@ -55,9 +55,9 @@ func restartCatchUp(ctx context.Context, b *testing.B, tb testbed.Config, n int,
 				return false, nil
 			}
 			text := string(body)
-			reconciles = metricSum(text, "controller_runtime_reconcile_total", `controller="`+name+`"`)
-			depth := metricSum(text, "workqueue_depth", `name="`+name+`"`)
-			unfinished := metricSum(text, "workqueue_unfinished_work_seconds", `name="`+name+`"`)
+			reconciles = testbed.MetricSum(text, "controller_runtime_reconcile_total", `controller="`+name+`"`)
+			depth := testbed.MetricSum(text, "workqueue_depth", `name="`+name+`"`)
+			unfinished := testbed.MetricSum(text, "workqueue_unfinished_work_seconds", `name="`+name+`"`)
 			if reconciles >= float64(n) && depth == 0 && unfinished == 0 {
 				caught = time.Now()
 				return true, nil

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -23,13 +21,12 @@ import (
 func WebhookCalls(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) map[string]float64 {
 	t.Helper()
 	calls := map[string]float64{}
-	for _, line := range strings.Split(APIServerMetrics(ctx, t, cfg), "\n") {
-		if !strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{") || !strings.Contains(line, "."+name+".jobset-addons.io") {
+	for line, v := range testbed.Samples(APIServerMetrics(ctx, t, cfg), "apiserver_admission_webhook_admission_duration_seconds_count") {
+		if !strings.Contains(line, "."+name+".jobset-addons.io") {
 			continue
 		}
 		hook := line[strings.Index(line, `name="`)+6:]
 		hook = hook[:strings.Index(hook, `"`)]
-		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		calls[hook] += v
 	}
 	return calls
@@ -82,18 +79,6 @@ func ExpectMetrics(ctx context.Context, t *testing.T, name string, series ...str
 			t.Errorf("%s's /metrics has no %s", name, s)
 		}
 	}
-}
-
-// MetricSum is the sum of the samples of metric in the Prometheus text body whose labels
-// contain each of labels (`name="value"`); 0 when there is none.
-func MetricSum(body, metric string, labels ...string) float64 {
-	sum := 0.0
-	for line, v := range testbed.Samples(body, metric) {
-		if !slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
-			sum += v
-		}
-	}
-	return sum
 }
 
 // APIServerMetrics is the Prometheus text the cluster's apiserver serves on /metrics.

@@ -314,6 +314,18 @@ func ScrapeGauge(ctx context.Context, url, metric string) (float64, error) {
 	return 0, fmt.Errorf("%s serves no %s", url, metric)
 }
 
+// MetricSum is the sum of the samples of metric in the Prometheus text body whose labels
+// contain each of labels (`name="value"`); 0 when there is none.
+func MetricSum(body, metric string, labels ...string) float64 {
+	sum := 0.0
+	for line, v := range Samples(body, metric) {
+		if !slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // Samples yields each sample of metric in the Prometheus text body: its line (name, labels and
 // value) and its value.
 func Samples(body, metric string) iter.Seq2[string, float64] {

@@ -14,6 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -45,7 +46,7 @@ func TestNamespaceGoing(t *testing.T) {
 
 		errorsBefore := podgroupsErrors(ctx, t)
 		refused := func() float64 {
-			return framework.MetricSum(framework.APIServerMetrics(ctx, t, cfg), "apiserver_request_total",
+			return testbed.MetricSum(framework.APIServerMetrics(ctx, t, cfg), "apiserver_request_total",
 				`code="403"`, `group="scheduling.volcano.sh"`, `resource="podgroups"`, `verb="POST"`)
 		}
 		refusedBefore := refused()
@@ -88,7 +89,7 @@ func podgroupsErrors(ctx context.Context, t *testing.T) [2]float64 {
 	t.Helper()
 	body := framework.AddonMetrics(ctx, t, addonName)
 	return [2]float64{
-		framework.MetricSum(body, "jobset_addons_podgroups_errors_total", `reason="create"`),
-		framework.MetricSum(body, "controller_runtime_reconcile_errors_total", `controller="podgroups"`),
+		testbed.MetricSum(body, "jobset_addons_podgroups_errors_total", `reason="create"`),
+		testbed.MetricSum(body, "controller_runtime_reconcile_errors_total", `controller="podgroups"`),
 	}
 }
