@@ -4,7 +4,8 @@
 # - README.md and docs/ outside docs/performance/ (the records place) cite no commit hash and no
 #   "issue N" (an issue a reader cannot look up; upstream's "JobSet issue #971" is fine);
 # - every relative link of the Markdown pages below points at a file that exists and, into a
-#   Markdown page, at a heading that exists.
+#   Markdown page, at a heading that exists;
+# - docs/README.md lists every page of docs/.
 # Run from anywhere; prints each problem as FILE:LINE: what, and exits 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,13 @@ for f in "${user[@]}"; do
 	while IFS= read -r hit; do
 		problem "$f:${hit%%:*}: \"${hit#*:}\": a reader cannot look it up (history goes to docs/performance/)"
 	done < <(grep -noE '\b[Ii]ssues? [0-9]+' "$f" || true)
+done
+
+# docs/README.md lists every page.
+for f in "${pages[@]}"; do
+	[[ $f == docs/* && $f != docs/README.md ]] || continue
+	grep -qF "](${f#docs/})" docs/README.md || grep -qF "](${f#docs/}#" docs/README.md ||
+		problem "docs/README.md: does not list $f"
 done
 
 # GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens; repeats -1, -2.
