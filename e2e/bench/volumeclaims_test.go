@@ -56,7 +56,7 @@ func clients(b *testing.B) (client.Client, kubernetes.Interface, testbed.Config)
 	b.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
-		b.Fatal("KUBECONFIG is not set: run through `make bench` or `make bench-volumeclaims`")
+		b.Fatal("KUBECONFIG is not set: run through `make bench` or `make bench ADDON=volumeclaims`")
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
