@@ -169,21 +169,9 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		r.seen.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	b, _, errs := sequence.ReadBarrier(js)
-	var stages []contract.Stage
-	if len(errs) == 0 {
-		stages, errs = sequence.Stages(js)
-	}
-	if len(errs) > 0 {
-		r.said.Warn(r.Recorder, js, nil, ReasonInvalid, actionSkip, "No start barrier is opened: %v", errs.ToAggregate())
+	b, stages, usable := r.readBarrier(js)
+	if !usable {
 		return ctrl.Result{}, nil
-	}
-	for i := range js.Spec.ReplicatedJobs {
-		if !sequence.HasBarrier(&js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec) {
-			r.said.Warn(r.Recorder, js, nil, ReasonNotAdmitted, actionSkip,
-				"The JobSet was created while the sequencer webhook was not running: its pods have no start barrier; re-create the JobSet")
-			return ctrl.Result{}, nil
-		}
 	}
 	opened, hadOpened := r.previousOpened(js)
 	run, running := jobsets.BarrierRun(js)
@@ -220,6 +208,28 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// readBarrier reads the JobSet's barrier and stages, and whether the barrier can be acted on:
+// it parses, and the webhook put the barrier in every pod template (else it warns, once).
+func (r *BarrierReconciler) readBarrier(js *jobsetv1alpha2.JobSet) (sequence.Barrier, []contract.Stage, bool) {
+	b, _, errs := sequence.ReadBarrier(js)
+	var stages []contract.Stage
+	if len(errs) == 0 {
+		stages, errs = sequence.Stages(js)
+	}
+	if len(errs) > 0 {
+		r.said.Warn(r.Recorder, js, nil, ReasonInvalid, actionSkip, "No start barrier is opened: %v", errs.ToAggregate())
+		return b, nil, false
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		if !sequence.HasBarrier(&js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec) {
+			r.said.Warn(r.Recorder, js, nil, ReasonNotAdmitted, actionSkip,
+				"The JobSet was created while the sequencer webhook was not running: its pods have no start barrier; re-create the JobSet")
+			return b, nil, false
+		}
+	}
+	return b, stages, true
 }
 
 // groupPods is a barrier and its pods.
@@ -291,23 +301,8 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 	first := r.seen.since(client.ObjectKeyFromObject(js), groupKey, now)
 	waited := now.Sub(first)
 	if int32(len(waiting)) >= g.Pods {
-		// The record first: a crash after it loses nothing (the next reconcile tells the rest),
-		// where a crash after telling some pods would leave them out of the count.
-		next := opened.With(g.Name)
-		if err := r.patchOpened(ctx, js, next); err != nil {
-			return 0, err
-		}
-		*opened = next
-		if err := r.tell(ctx, pods, openState); err != nil {
-			return 0, err
-		}
 		r.seen.drop(client.ObjectKeyFromObject(js), groupKey)
-		barrierWait.Observe(waited.Seconds())
-		barriersOpened.Inc()
-		log.Info("Opened a start barrier", "pods", len(waiting), "firstWaited", waited)
-		addon.Tell(r.Recorder, js, nil, corev1.EventTypeNormal, ReasonBarrierOpened, actionOpen,
-			"Opened start barrier %s (restart attempt %d): %d pods, the first waited %v", g.Name, attempt, len(waiting), waited.Round(time.Second))
-		return 0, nil
+		return 0, r.open(ctx, js, g, pods, opened, len(waiting), waited, attempt)
 	}
 	all := make([]*corev1.Pod, len(pods))
 	for i := range pods {
@@ -341,6 +336,27 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 			g.Name, attempt, len(waiting), g.Pods, waited.Round(time.Second), missing)
 	}
 	return next, nil
+}
+
+// open opens the barrier: it records the opening on the JobSet, then tells every pod. The
+// record first: a crash after it loses nothing (the next reconcile tells the rest), where a crash
+// after telling some pods would leave them out of the count.
+func (r *BarrierReconciler) open(ctx context.Context, js *jobsetv1alpha2.JobSet, g jobsets.BarrierGroup, pods []barrierPod,
+	opened *contract.BarriersOpened, waiting int, waited time.Duration, attempt int32) error {
+	next := opened.With(g.Name)
+	if err := r.patchOpened(ctx, js, next); err != nil {
+		return err
+	}
+	*opened = next
+	if err := r.tell(ctx, pods, openState); err != nil {
+		return err
+	}
+	barrierWait.Observe(waited.Seconds())
+	barriersOpened.Inc()
+	ctrl.LoggerFrom(ctx).Info("Opened a start barrier", "barrier", g.Name, "attempt", attempt, "pods", waiting, "firstWaited", waited)
+	addon.Tell(r.Recorder, js, nil, corev1.EventTypeNormal, ReasonBarrierOpened, actionOpen,
+		"Opened start barrier %s (restart attempt %d): %d pods, the first waited %v", g.Name, attempt, waiting, waited.Round(time.Second))
+	return nil
 }
 
 // soonest is the shorter of two positive durations (0: none).
