@@ -35,9 +35,12 @@ else
 		bin/testbedctl addon "$c"
 	done
 
+	# Every example but examples/tutorial/, which docs/tutorial.md applies step by step.
 	echo
-	echo "== kubectl apply -R -f examples/"
-	"$K" apply --server-side -R -f examples/
+	echo "== kubectl apply: every file of examples/ but examples/tutorial/ (docs/tutorial.md)"
+	files=()
+	while IFS= read -r f; do files+=(-f "$f"); done < <(find examples -name '*.yaml' -not -path 'examples/tutorial/*' | sort)
+	"$K" apply --server-side "${files[@]}"
 fi
 echo
 echo "== waiting for the example JobSets to finish"
@@ -85,4 +88,5 @@ echo
 echo "The cluster is still running. To look around:"
 echo "  export KUBECONFIG=$KUBECONFIG PATH=$ROOT/bin/testbed:\$PATH"
 echo "  kubectl jobset-addons status JOBSET   (the plugin is bin/kubectl-jobset_addons)"
+echo "Next, a training JobSet step by step: docs/tutorial.md"
 echo "Stop it with: $DOWN"

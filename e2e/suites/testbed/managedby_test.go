@@ -46,17 +46,7 @@ func TestManagedElsewhere(t *testing.T) {
 	}
 	f := features.New("a JobSet managed elsewhere gets nothing from the add-ons, and one Event saying why").
 		WithSetup("namespace", framework.Namespace).
-		WithSetup("the four add-ons", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if framework.Installed() {
-				return ctx
-			}
-			for _, a := range framework.Addons {
-				if err := framework.StartAddon(ctx, tb, a, nil, "--log-level=2"); err != nil {
-					t.Fatalf("starting %s: %v", a, err)
-				}
-			}
-			return ctx
-		}).
+		WithSetup("the four add-ons", startAddons(tb)).
 		Assess("nothing for it, all for the control", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := framework.NamespaceFrom(ctx)
 			c := framework.Client(t, cfg)
@@ -122,20 +112,40 @@ func TestManagedElsewhere(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if framework.Installed() {
-				return ctx
-			}
-			for _, a := range framework.Addons {
-				if err := framework.StopAddon(ctx, tb, a); err != nil {
-					t.Errorf("stopping %s: %v", a, err)
-				}
-			}
-			return ctx
-		}).
+		Teardown(stopAddons(tb)).
 		Teardown(framework.DeleteNamespace).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// startAddons is a feature step that starts the four add-ons on the testbed (none where they are
+// installed in the cluster); stopAddons stops them.
+func startAddons(tb framework.Config) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		if framework.Installed() {
+			return ctx
+		}
+		for _, a := range framework.Addons {
+			if err := framework.StartAddon(ctx, tb, a, nil, "--log-level=2"); err != nil {
+				t.Fatalf("starting %s: %v", a, err)
+			}
+		}
+		return ctx
+	}
+}
+
+func stopAddons(tb framework.Config) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		if framework.Installed() {
+			return ctx
+		}
+		for _, a := range framework.Addons {
+			if err := framework.StopAddon(ctx, tb, a); err != nil {
+				t.Errorf("stopping %s: %v", a, err)
+			}
+		}
+		return ctx
+	}
 }
 
 // madeWatch counts, from watches started before the JobSets exist, every object of the made
