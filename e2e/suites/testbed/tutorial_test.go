@@ -88,13 +88,13 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns stri
 		var out []string
 		for {
 			out = sh(ctx, s)
-			if update || outputMatches(s.want, out, ns) || time.Now().After(deadline) {
+			if update || outputMatches(s, out, ns) || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(time.Second)
 		}
 		got[s.line] = denamespace(out, ns)
-		if !update && !outputMatches(s.want, out, ns) {
+		if !update && !outputMatches(s, out, ns) {
 			t.Fatalf("%s:%d: $ %s\nprinted:\n%s\nthe page shows:\n%s", tutorialPage, s.line, s.cmd,
 				strings.Join(got[s.line], "\n"), strings.Join(s.want, "\n"))
 		}

@@ -17,10 +17,11 @@ import (
 // What varies from run to run is compared loosely (normalize): UIDs, timestamps, ages and
 // durations, the random suffix of a pod's name, the node a pod went to, and the namespace (the
 // page's is default, the test's its own). An output line "..." stands for any number of lines:
-// the page shows what matters and leaves the rest out. A comment just before a block changes how
-// its commands are checked:
+// the page shows what matters and leaves the rest out; within a line, "..." stands for any text.
+// A comment just before a block changes how its commands are checked:
 //
 //	<!-- test: retry -->          run again, for up to a minute, until the output matches
+//	<!-- test: unordered -->      the output's lines in any order (Events of the same second)
 //	<!-- test: after=NAME -->     then run the test's own check NAME (tutorialChecks)
 //
 // and before a ```yaml block, <!-- test: file=PATH --> says it shows the file PATH (from the
@@ -29,11 +30,12 @@ import (
 
 // tutorialStep is one command of the page and the output it shows.
 type tutorialStep struct {
-	line  int // of the command in the page
-	cmd   string
-	want  []string
-	retry bool
-	after string
+	line      int // of the command in the page
+	cmd       string
+	want      []string
+	retry     bool
+	unordered bool
+	after     string
 	// wantFrom, wantTo: the lines of want in the page (0-based, half-open), for E2E_UPDATE_GOLDEN.
 	wantFrom, wantTo int
 }
@@ -103,12 +105,14 @@ func readTutorial(path string) (*tutorialPageOf, error) {
 // consoleBlock reads the steps of the console block whose first line is lines[from], and returns
 // the index of its closing fence.
 func consoleBlock(lines []string, from int, marker string) ([]tutorialStep, int, error) {
-	var retry bool
+	var retry, unordered bool
 	var after string
 	for _, opt := range strings.Fields(marker) {
 		switch {
 		case opt == "retry":
 			retry = true
+		case opt == "unordered":
+			unordered = true
 		case strings.HasPrefix(opt, "after="):
 			after = strings.TrimPrefix(opt, "after=")
 		default:
@@ -126,7 +130,7 @@ func consoleBlock(lines []string, from int, marker string) ([]tutorialStep, int,
 			steps[len(steps)-1].after = after
 			return steps, i, nil
 		case strings.HasPrefix(l, "$ "):
-			s := tutorialStep{line: i + 1, cmd: strings.TrimPrefix(l, "$ "), retry: retry}
+			s := tutorialStep{line: i + 1, cmd: strings.TrimPrefix(l, "$ "), retry: retry, unordered: unordered}
 			for strings.HasSuffix(s.cmd, `\`) && i+1 < len(lines) {
 				i++
 				s.cmd = strings.TrimSuffix(s.cmd, `\`) + "\n" + lines[i]
@@ -171,16 +175,20 @@ func normalize(line, ns string) string {
 	return strings.Join(strings.Fields(line), " ")
 }
 
-// outputMatches says whether got, the lines a command printed, is what want shows: line by line
-// once normalized, where a want line "..." stands for any number of lines.
-func outputMatches(want, got []string, ns string) bool {
-	w := make([]string, 0, len(want))
-	for _, l := range want {
+// outputMatches says whether got, the lines a command printed, is what the step shows: line by
+// line once normalized, where a line "..." stands for any number of lines and "..." in a line for
+// any text; for an unordered step, in any order.
+func outputMatches(s tutorialStep, got []string, ns string) bool {
+	w := make([]string, 0, len(s.want))
+	for _, l := range s.want {
 		w = append(w, normalize(l, ""))
 	}
 	g := make([]string, 0, len(got))
 	for _, l := range got {
 		g = append(g, normalize(l, ns))
+	}
+	if s.unordered {
+		return sameLines(trimBlank(w), trimBlank(g))
 	}
 	return globLines(trimBlank(w), trimBlank(g))
 }
@@ -197,7 +205,40 @@ func globLines(want, got []string) bool {
 		}
 		return false
 	}
-	return len(got) > 0 && want[0] == got[0] && globLines(want[1:], got[1:])
+	return len(got) > 0 && lineMatches(want[0], got[0]) && globLines(want[1:], got[1:])
+}
+
+// sameLines says whether each line of got matches a line of want of its own, in any order.
+func sameLines(want, got []string) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	used := make([]bool, len(got))
+	for _, w := range want {
+		found := false
+		for i, g := range got {
+			if !used[i] && lineMatches(w, g) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// lineMatches says whether got is the line want, where "..." in want stands for any text.
+func lineMatches(want, got string) bool {
+	if !strings.Contains(want, "...") {
+		return want == got
+	}
+	parts := strings.Split(want, "...")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(got)
 }
 
 // trimBlank drops the blank lines at the end.
@@ -218,7 +259,7 @@ func updatePage(path string, p *tutorialPageOf, got map[int][]string, files map[
 	}
 	var spans []span
 	for _, s := range p.steps {
-		if g, ok := got[s.line]; ok && !containsLine(s.want, "...") {
+		if g, ok := got[s.line]; ok && !elides(s.want) {
 			spans = append(spans, span{s.wantFrom, s.wantTo, trimBlank(g)})
 		}
 	}
@@ -236,9 +277,10 @@ func updatePage(path string, p *tutorialPageOf, got map[int][]string, files map[
 	return os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644)
 }
 
-func containsLine(lines []string, l string) bool {
-	for _, x := range lines {
-		if strings.TrimSpace(x) == l {
+// elides says whether the page leaves something out of want ("...").
+func elides(want []string) bool {
+	for _, l := range want {
+		if strings.Contains(l, "...") {
 			return true
 		}
 	}
