@@ -10,6 +10,8 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -23,8 +25,8 @@ import (
 const tutorialPage = "docs/tutorial.md"
 
 // TestTutorial runs docs/tutorial.md as a reader would, from its first kubectl command to its
-// cleanup, with the four add-ons running: each command of its console blocks, in order, in a
-// namespace of its own, and checks that each prints what the page shows (tutorialdoc_test.go says
+// cleanup, with the four add-ons running: each command of its console blocks, in order (in the
+// namespace the page makes, tutorialNamespace), and checks that each prints what the page shows (tutorialdoc_test.go says
 // how the page is read and what may vary). So: the files of examples/tutorial/ apply; the
 // checkpoint PVCs, the claims, the stages, the gangs, the start barriers and their Events are
 // what the page says; the JobSet completes; after it is deleted and created again under the same
@@ -40,22 +42,42 @@ func TestTutorial(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := features.New("docs/tutorial.md, run as written").
-		WithSetup("namespace", framework.Namespace).
 		WithSetup("the four add-ons", startAddons(tb)).
 		Assess("each command prints what the page shows", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if framework.Installed() {
 				t.Skip("E2E_ADDONS=installed: the tutorial's devices are the testbed's fakes (examples/tutorial/1-devices.yaml); it runs on the testbed (make e2e)")
 			}
-			runTutorial(ctx, t, cfg, framework.NamespaceFrom(ctx))
+			runTutorial(ctx, t, cfg)
 			return ctx
 		}).
 		Teardown(stopAddons(tb)).
-		Teardown(framework.DeleteNamespace).
+		Teardown(tutorialLeftovers).
 		Feature()
 	testenv.Test(t, f)
 }
 
-func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
+// tutorialNamespace is the namespace the page makes and deletes.
+const tutorialNamespace = "tutorial"
+
+// tutorialLeftovers deletes what the page makes, should a failed run have left it: the
+// namespace and the fake devices.
+func tutorialLeftovers(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := framework.Client(t, cfg)
+	objs := append(framework.Objects(t, filepath.Join(root, "examples", "tutorial", "1-devices.yaml")),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tutorialNamespace}})
+	for _, o := range objs {
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	return ctx
+}
+
+func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +99,7 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns stri
 			t.Errorf("%s:%d: the page does not show %s as it is (E2E_UPDATE_GOLDEN=1 copies it)", tutorialPage, fb.line, fb.path)
 		}
 	}
-	sh := tutorialShell(t, cfg, root, ns)
+	sh := tutorialShell(t, cfg, root)
 	c := framework.Client(t, cfg)
 	got := map[int][]string{}
 	for _, s := range doc.steps {
@@ -88,13 +110,13 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns stri
 		var out []string
 		for {
 			out = sh(ctx, s)
-			if update || outputMatches(s, out, ns) || time.Now().After(deadline) {
+			if update || outputMatches(s, out) || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(time.Second)
 		}
-		got[s.line] = denamespace(out, ns)
-		if !update && !outputMatches(s, out, ns) {
+		got[s.line] = out
+		if !update && !outputMatches(s, out) {
 			t.Fatalf("%s:%d: $ %s\nprinted:\n%s\nthe page shows:\n%s", tutorialPage, s.line, s.cmd,
 				strings.Join(got[s.line], "\n"), strings.Join(s.want, "\n"))
 		}
@@ -103,7 +125,7 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns stri
 			if !ok {
 				t.Fatalf("%s:%d: no check %q", tutorialPage, s.line, s.after)
 			}
-			check(ctx, t, c, ns)
+			check(ctx, t, c, tutorialNamespace)
 		}
 	}
 	if update {
@@ -116,9 +138,9 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config, ns stri
 
 // tutorialShell returns what runs one step: bash in a directory of its own that holds
 // examples/ (a link to the checkout's), with kubectl (bin/testbed) and the kubectl plugin (bin)
-// first on PATH and a kubeconfig whose context's namespace is ns, as the page's reader has after
-// make demo, in default.
-func tutorialShell(t *testing.T, cfg *envconf.Config, root, ns string) func(context.Context, tutorialStep) []string {
+// first on PATH and a kubeconfig of its own (the page sets its namespace), as the page's reader
+// has after make demo.
+func tutorialShell(t *testing.T, cfg *envconf.Config, root string) func(context.Context, tutorialStep) []string {
 	dir := t.TempDir()
 	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
 		t.Fatal(err)
@@ -127,7 +149,6 @@ func tutorialShell(t *testing.T, cfg *envconf.Config, root, ns string) func(cont
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc.Contexts[kc.CurrentContext].Namespace = ns
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
@@ -146,15 +167,6 @@ func tutorialShell(t *testing.T, cfg *envconf.Config, root, ns string) func(cont
 		}
 		return strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	}
-}
-
-// denamespace is out with the test's namespace ns written as the page's, default.
-func denamespace(out []string, ns string) []string {
-	res := make([]string, len(out))
-	for i, l := range out {
-		res[i] = strings.ReplaceAll(l, ns, "default")
-	}
-	return res
 }
 
 // tutorialChecks are what the page says but cannot show in a command's output, run after the

@@ -15,8 +15,7 @@ import (
 // they print with what the page shows, so the page and the cluster cannot drift apart.
 //
 // What varies from run to run is compared loosely (normalize): UIDs, timestamps, ages and
-// durations, the random suffix of a pod's name, the node a pod went to, and the namespace (the
-// page's is default, the test's its own). An output line "..." stands for any number of lines:
+// durations, the random suffix of a pod's name, and the node a pod went to. An output line "..." stands for any number of lines:
 // the page shows what matters and leaves the rest out; within a line, "..." stands for any text.
 // A comment just before a block changes how its commands are checked:
 //
@@ -163,12 +162,8 @@ var varying = []struct {
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h)(\d+(\.\d+)?(m|s))*\b`), "<duration>"},
 }
 
-// normalize is line as compared: the namespace ns as default, what varies as placeholders, runs
-// of blanks as one space.
-func normalize(line, ns string) string {
-	if ns != "" {
-		line = strings.ReplaceAll(line, ns, "default")
-	}
+// normalize is line as compared: what varies as placeholders, runs of blanks as one space.
+func normalize(line string) string {
 	for _, v := range varying {
 		line = v.re.ReplaceAllString(line, v.with)
 	}
@@ -178,14 +173,14 @@ func normalize(line, ns string) string {
 // outputMatches says whether got, the lines a command printed, is what the step shows: line by
 // line once normalized, where a line "..." stands for any number of lines and "..." in a line for
 // any text; for an unordered step, in any order.
-func outputMatches(s tutorialStep, got []string, ns string) bool {
+func outputMatches(s tutorialStep, got []string) bool {
 	w := make([]string, 0, len(s.want))
 	for _, l := range s.want {
-		w = append(w, normalize(l, ""))
+		w = append(w, normalize(l))
 	}
 	g := make([]string, 0, len(got))
 	for _, l := range got {
-		g = append(g, normalize(l, ns))
+		g = append(g, normalize(l))
 	}
 	if s.unordered {
 		return sameLines(trimBlank(w), trimBlank(g))
