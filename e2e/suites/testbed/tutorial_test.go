@@ -26,8 +26,8 @@ const tutorialPage = "docs/tutorial.md"
 
 // TestTutorial runs docs/tutorial.md as a reader would, from its first kubectl command to its
 // cleanup, with the four add-ons running: each command of its console blocks, in order (in the
-// namespace the page makes, tutorialNamespace), and checks that each prints what the page shows (tutorialdoc_test.go says
-// how the page is read and what may vary). So: the files of examples/tutorial/ apply; the
+// namespace the page makes, tutorialNamespace), and checks that each prints what the page shows
+// (tutorialdoc_test.go says how the page is read and what may vary). So: the files of examples/tutorial/ apply; the
 // checkpoint PVCs, the claims, the stages, the gangs, the start barriers and their Events are
 // what the page says; the JobSet completes; after it is deleted and created again under the same
 // name its PVCs are the same objects; the status the kubectl plugin prints is the page's; and
@@ -88,38 +88,12 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 		t.Fatal(err)
 	}
 	update := os.Getenv("E2E_UPDATE_GOLDEN") == "1"
-	files := map[string][]string{}
-	for _, fb := range doc.files {
-		data, err := os.ReadFile(filepath.Join(root, fb.path))
-		if err != nil {
-			t.Fatalf("%s:%d: %v", tutorialPage, fb.line, err)
-		}
-		files[fb.path] = strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if !update && strings.Join(fb.shown, "\n") != strings.Join(files[fb.path], "\n") {
-			t.Errorf("%s:%d: the page does not show %s as it is (E2E_UPDATE_GOLDEN=1 copies it)", tutorialPage, fb.line, fb.path)
-		}
-	}
+	files := shownFiles(t, root, doc, update)
 	sh := tutorialShell(t, cfg, root)
 	c := framework.Client(t, cfg)
 	got := map[int][]string{}
 	for _, s := range doc.steps {
-		deadline := time.Now()
-		if s.retry {
-			deadline = deadline.Add(time.Minute)
-		}
-		var out []string
-		for {
-			out = sh(ctx, s)
-			if update || outputMatches(s, out) || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		got[s.line] = out
-		if !update && !outputMatches(s, out) {
-			t.Fatalf("%s:%d: $ %s\nprinted:\n%s\nthe page shows:\n%s", tutorialPage, s.line, s.cmd,
-				strings.Join(got[s.line], "\n"), strings.Join(s.want, "\n"))
-		}
+		got[s.line] = runStep(ctx, t, sh, s, update)
 		if s.after != "" {
 			check, ok := tutorialChecks[s.after]
 			if !ok {
@@ -133,6 +107,43 @@ func runTutorial(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 			t.Fatal(err)
 		}
 		t.Logf("E2E_UPDATE_GOLDEN=1: wrote the outputs of this run into %s", tutorialPage)
+	}
+}
+
+// shownFiles reads the files the page shows, by path, and checks that it shows them as they are.
+func shownFiles(t *testing.T, root string, doc *tutorialPageOf, update bool) map[string][]string {
+	files := map[string][]string{}
+	for _, fb := range doc.files {
+		data, err := os.ReadFile(filepath.Join(root, fb.path))
+		if err != nil {
+			t.Fatalf("%s:%d: %v", tutorialPage, fb.line, err)
+		}
+		files[fb.path] = strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if !update && strings.Join(fb.shown, "\n") != strings.Join(files[fb.path], "\n") {
+			t.Errorf("%s:%d: the page does not show %s as it is (E2E_UPDATE_GOLDEN=1 copies it)", tutorialPage, fb.line, fb.path)
+		}
+	}
+	return files
+}
+
+// runStep runs the step's command (again, for a minute at most, until it prints what the page
+// shows, if the step says retry) and fails the test if it does not print it; with update, it
+// runs it once and checks nothing. It returns what the command printed.
+func runStep(ctx context.Context, t *testing.T, sh func(context.Context, tutorialStep) []string, s tutorialStep, update bool) []string {
+	deadline := time.Now()
+	if s.retry {
+		deadline = deadline.Add(time.Minute)
+	}
+	for {
+		out := sh(ctx, s)
+		if update || outputMatches(s, out) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s:%d: $ %s\nprinted:\n%s\nthe page shows:\n%s", tutorialPage, s.line, s.cmd,
+				strings.Join(out, "\n"), strings.Join(s.want, "\n"))
+		}
+		time.Sleep(time.Second)
 	}
 }
 
