@@ -338,8 +338,9 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 
 // refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
 // when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
-// resourceclaims controllers' ReasonRefused).
-var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused"}
+// resourceclaims controllers' ReasonRefused), or refuses the pods the JobSet's Jobs create
+// because of what an add-on put in them (PodsRefused: the sequencer's start barrier).
+var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused", "PodsRefused"}
 
 // refused prints, when there are any, the Warnings of refusedReasons among evs, however old: each
 // is told once, and the JobSet waits on it for as long as it lives.
@@ -353,7 +354,7 @@ func refused(w io.Writer, evs []corev1.Event) {
 	if len(found) == 0 {
 		return
 	}
-	section(w, "Refused by the API server (not made; the pods that need them wait)")
+	section(w, "Refused by the API server (not made; the pods that need them wait, or are not created)")
 	rows(w, "AGE\tREASON\tMESSAGE", len(found), func(i int) string {
 		e := found[i]
 		return strings.Join([]string{age(eventTime(e)), e.Reason, cut(e.Message, 600)}, "\t")
