@@ -86,14 +86,7 @@ func TestBarrierQuotaLimits(t *testing.T) {
 	f := framework.NamespacedFeature("start barrier under a quota", "the pods are created and the JobSet completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limits"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-			corev1.ResourceLimitsCPU: resource.MustParse("4"), corev1.ResourceLimitsMemory: resource.MustParse("4Gi"),
-		}}}
-		framework.CreateAll(ctx, t, c, q)
-		framework.Eventually(ctx, t, time.Minute, "quota counted", func(ctx context.Context) (bool, string, error) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(q), q)
-			return err == nil && len(q.Status.Hard) > 0, fmt.Sprint(err), nil
-		})
+		framework.LimitsQuota(ctx, t, c, ns)
 		js := barrierJobSet(ns, "quota", func(spec *corev1.PodSpec) {
 			list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
 			spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}

@@ -32,18 +32,6 @@ func limited(rj *addontest.ReplicatedJobWrapper, cpu, memory string) *addontest.
 	return rj
 }
 
-// waitQuota waits until the quota controller has counted the quota (its status.hard set): until
-// then the API server refuses every pod of the namespace.
-func waitQuota(ctx context.Context, t *testing.T, c client.Client, q *corev1.ResourceQuota) {
-	t.Helper()
-	framework.Eventually(ctx, t, time.Minute, "quota "+q.Name+" counted", func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
-			return false, err.Error(), nil
-		}
-		return len(q.Status.Hard) > 0, fmt.Sprint(q.Status), nil
-	})
-}
-
 // TestBarrierUnderQuota: a ResourceQuota with limits.cpu and limits.memory and no LimitRange
 // default, user containers that set requests and limits: the barrier container has limits too,
 // so the pods are created and the JobSet completes.
@@ -51,12 +39,7 @@ func TestBarrierUnderQuota(t *testing.T) {
 	f := framework.NamespacedFeature("a start barrier under a quota that asks for limits", "the pods are created and the JobSet completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limits"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-			corev1.ResourceLimitsCPU: resource.MustParse("10"), corev1.ResourceLimitsMemory: resource.MustParse("10Gi"),
-			corev1.ResourceRequestsCPU: resource.MustParse("10"), corev1.ResourceRequestsMemory: resource.MustParse("10Gi"),
-		}}}
-		framework.CreateAll(ctx, t, c, q)
-		waitQuota(ctx, t, c, q)
+		framework.LimitsQuota(ctx, t, c, ns)
 		js := withBarrier(addontest.JobSet(ns, "quota"), contract.StartBarrierJobSet, "60s").
 			ReplicatedJobs(limited(replicated("w", 2, 1, "1s"), "100m", "64Mi")).Obj()
 		framework.CreateAll(ctx, t, c, js)
@@ -215,4 +198,3 @@ func TestBarrierPodRefusedForGood(t *testing.T) {
 	})
 	testenv.Test(t, f)
 }
-

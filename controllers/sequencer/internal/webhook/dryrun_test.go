@@ -80,7 +80,7 @@ func TestBarrierDryRunVerdicts(t *testing.T) {
 	}{
 		"accepted": {},
 		"invalid": {
-			err: apierrors.NewInvalid(podGK, "x", field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources", "requests"), "2", "must be less than or equal to cpu limit of 1")}),
+			err:      apierrors.NewInvalid(podGK, "x", field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources", "requests"), "2", "must be less than or equal to cpu limit of 1")}),
 			wantErrs: []fieldErr{fe(field.ErrorTypeInvalid, "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.requests")},
 		},
 		"LimitRange": {
