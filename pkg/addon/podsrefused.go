@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,8 +131,12 @@ func (r *PodsRefused) clock() clock.PassiveClock {
 // different for each attempt.
 var podName = regexp.MustCompile(`pods? "[^"]*"`)
 
-// refusalCause is the message without the pod's name: the same cause for every pod refused.
-func refusalCause(message string) string { return podName.ReplaceAllString(message, `pods "NAME"`) }
+// refusalCause is the message without the pod's name, and without the prefix client-go's event
+// correlator gives a message it aggregates: the same cause for every pod refused.
+func refusalCause(message string) string {
+	message = strings.TrimPrefix(message, "(combined from similar events): ")
+	return podName.ReplaceAllString(message, `pods "NAME"`)
+}
 
 // toldRecently remembers, for toldFor, the causes told about each JobSet: at most maxTold of
 // them, so that memory is bounded whatever the cluster does. A cause told again after toldFor

@@ -12,8 +12,9 @@ import (
 func TestRefusalCause(t *testing.T) {
 	a := refusalCause(`Error creating: pods "train-w-0-0-abcde" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
 	b := refusalCause(`Error creating: pods "train-w-0-0-fghij" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
-	if a != b {
-		t.Errorf("two pods refused for one cause give two causes:\n%s\n%s", a, b)
+	c := refusalCause(`(combined from similar events): Error creating: pods "train-w-0-0-klmno" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
+	if a != b || a != c {
+		t.Errorf("two pods refused for one cause give several causes:\n%s\n%s\n%s", a, b, c)
 	}
 }
 
