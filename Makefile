@@ -270,8 +270,12 @@ FORCE:
 docs: ## Write docs/reference.md (the annotation reference) from pkg/contract
 	cd pkg/contract && GOWORK=off go run ./internal/docgen $(ROOT)/docs/reference.md
 
+.PHONY: docs-lint
+docs-lint: ## README at most 130 lines; no commit hash or "issue N" outside docs/performance; every relative link and anchor resolves
+	@hack/docs-lint.sh
+
 .PHONY: verify
-verify: ## gofmt, go vet, go mod tidy unchanged, every module builds with GOWORK=off, docs up to date, govulncheck
+verify: ## gofmt, go vet, go mod tidy unchanged, every module builds with GOWORK=off, docs up to date and linted, govulncheck
 	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES) $(TOOL_MODULES); do \
 		cp $$m/go.mod $$m/go.mod.orig; cp $$m/go.sum $$m/go.sum.orig; \
@@ -283,6 +287,7 @@ verify: ## gofmt, go vet, go mod tidy unchanged, every module builds with GOWORK
 	done
 	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
 	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
+	@hack/docs-lint.sh
 	@$(MAKE) --no-print-directory vulncheck
 	@echo "verify: ok"
 
@@ -457,7 +462,7 @@ bench-scale: build testbed-bins $(TESTBEDCTL) ## The four add-ons together: 1,00
 	BENCH_SCALE=1 TESTBED_NODES=$(SCALE_NODES) hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench "^BenchmarkScale$$" -benchtime 1x -timeout 180m ./bench/'
 
 # make test runs it on its shared testbed (hack/test.sh): thresholds and their noise in
-# e2e/bench/smoke_test.go and docs/scale.md (bench-smoke).
+# e2e/bench/smoke_test.go and docs/performance/scale.md (bench-smoke).
 .PHONY: bench-smoke
 bench-smoke: build testbed-bins $(TESTBEDCTL) ## Reduced headline benchmarks of the four add-ons; fails when a ratio against its same-run baseline falls below its threshold
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkSmoke$$" -benchtime 1x -timeout 20m ./bench/'

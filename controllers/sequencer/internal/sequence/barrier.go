@@ -51,8 +51,8 @@ func ReadBarrier(js *jobsetv1alpha2.JobSet) (b Barrier, ok bool, errs field.Erro
 }
 
 // BarrierGroups are the barriers of the JobSet (jobsets.BarrierGroups).
-func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []jobsets.BarrierGroup {
-	return jobsets.BarrierGroups(js, mode, stages)
+func BarrierGroups(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []jobsets.BarrierGroup {
+	return jobsets.BarrierGroups(js, stages)
 }
 
 // HasBarrier tells whether a pod spec has the barrier init container.

@@ -6,6 +6,9 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -85,7 +88,24 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 		return warnings, jobsets.Invalid(js, refused)
 	}
 	stages, _ := sequence.Stages(js)
-	return append(warnings, kueueWarnings(js, stages)...), nil
+	return slices.Concat(warnings, kueueWarnings(js, stages), stagedBarrierWarnings(js, stages)), nil
+}
+
+// stagedBarrierWarnings warns, of a JobSet that asks for a start barrier of mode JobSet and runs
+// in more than one stage, that it gets a barrier per stage: a barrier across stages could never
+// open (the later stages' pods are not made, or not placed, until an earlier stage started).
+func stagedBarrierWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) admission.Warnings {
+	b, ok, errs := sequence.ReadBarrier(js)
+	if !ok || len(errs) > 0 || !jobsets.StagedJobSetBarrier(b.Mode, stages) {
+		return nil
+	}
+	names := make([]string, len(stages))
+	for i, s := range stages {
+		names[i] = "[" + strings.Join(s.ReplicatedJobs, ", ") + "]"
+	}
+	return admission.Warnings{fmt.Sprintf("%s: %s on a JobSet that runs in %d stages (%s) makes a barrier per stage, as %s does: "+
+		"the pods of a stage wait for each other; a barrier across stages could never open, since a later stage's pods are made only after an earlier stage started",
+		contract.JobSetAnnotationPath(contract.StartBarrierAnnotationKey), contract.StartBarrierJobSet, len(stages), strings.Join(names, " then "), contract.StartBarrierStage)}
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.
