@@ -5,7 +5,10 @@
 #   "issue N" (an issue a reader cannot look up; upstream's "JobSet issue #971" is fine);
 # - every relative link of the Markdown pages below points at a file that exists and, into a
 #   Markdown page, at a heading that exists;
-# - docs/README.md lists every page of docs/.
+# - docs/README.md lists every page of docs/;
+# - every make command shown (in a code span or block of the pages, or in a comment of the Go
+#   code and scripts) names targets that exist, suites of make e2e SUITE= and benchmarks of
+#   make bench ADDON= that exist.
 # Run from anywhere; prints each problem as FILE:LINE: what, and exits 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,6 +101,61 @@ for f in "${pages[@]}"; do
 		}
 	' "$f")
 done
+
+# make commands: targets of the Makefile and make/*.mk, SUITE= and ADDON= values of make/*.mk.
+targets=$(grep -hoE '^[a-zA-Z0-9_-]+:' Makefile make/*.mk | tr -d : | sort -u | tr '\n' ' ')
+suites="$(cd e2e/suites && echo */ | tr -d /) $(sed -n 's/^E2E_SUITES := .*) //p' make/test.mk)"
+addons=$(sed -n 's/^bench_knob\.\([a-z]*\) .*/\1/p' make/bench.mk | tr '\n' ' ')
+code=()
+while IFS= read -r f; do code+=("$f"); done < <(git ls-files '*.go' '*.sh' '.ci/*' | grep -v '^tools/')
+while IFS= read -r hit; do problem "$hit"; done < <(
+	TARGETS=$targets SUITES=$suites ADDONS=$addons perl -e '
+		my %t = map { $_ => 1 } split " ", $ENV{TARGETS};
+		my %s = map { $_ => 1 } split " ", $ENV{SUITES};
+		my %a = map { $_ => 1 } split " ", $ENV{ADDONS};
+		sub check {
+			my ($where, $cmd, $strict) = @_;
+			my @w = split " ", $cmd;
+			while (@w) {
+				my $w = shift @w;
+				last if $w =~ /\.\.\./; # make ... or ADDON=...: a placeholder
+				$w =~ s/[).,;:\x27"`]+$//; # the sentence around it
+				last if $w eq "" || $w =~ /[^A-Za-z0-9_.,=\/<>:-]/;
+				if ($w eq "-C") { shift @w; next }
+				next if $w =~ /^-/;
+				if ($w =~ /^SUITE=(.*)/) { for (split /,/, $1) { print "$where: make ... SUITE=$_: no such suite\n" unless $s{$_} } next }
+				if ($w =~ /^ADDON=(.*)/) { print "$where: make ... ADDON=$1: no such benchmark\n" unless $a{$1} || $1 eq "<add-on>"; next }
+				next if $w =~ /=/;
+				# In prose (comments), only a hyphenated word is taken for a target.
+				last unless $strict || $w =~ /^[a-z0-9]+-[a-z0-9-]+$/;
+				print "$where: make $w: no such target\n" unless $t{$w};
+				last unless $strict;
+			}
+		}
+		sub line { my ($text, $pos) = @_; 1 + (substr($text, 0, $pos) =~ tr/\n//) }
+		for my $f (@ARGV) {
+			open my $fh, "<", $f or die "$f: $!";
+			my $text = do { local $/; <$fh> };
+			my @spans; # [line, text]
+			if ($f =~ /\.md$/) {
+				# Fenced blocks line by line; then code spans (which may wrap) outside them.
+				while ($text =~ /^```[^\n]*\n(.*?)^```/msg) {
+					my ($n, $i) = (line($text, $-[1]), 0);
+					push @spans, [$n + $i++, $_] for split /\n/, $1;
+				}
+				(my $t = $text) =~ s/^```.*?^```/$& =~ s![^\n]!!gr/msge;
+				while ($t =~ /`([^`]+)`/g) { push @spans, [line($t, $-[0]), $1 =~ s/\s+/ /gr] }
+			} else {
+				while ($text =~ /\bmake( [^\n]*)/g) { push @spans, [line($text, $-[0]), "make$1"] }
+			}
+			for my $sp (@spans) {
+				my ($n, $span) = @$sp;
+				my $md = $f =~ /\.md$/ ? 1 : 0;
+				while ($span =~ /(?:^|[\s;(&|])make\s+(.*)/g) { my $cmd = $1; check("$f:$n", $cmd, $md) }
+			}
+		}
+	' "${pages[@]}" "${code[@]}"
+)
 
 ((fail == 0)) || exit 1
 echo "docs-lint: ok (README.md $lines lines, ${#pages[@]} pages' links)"
