@@ -125,7 +125,7 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		}
 	}
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
-	told(w, evs, "Refused by the API server (not made; the pods that need them wait)", refusedReasons)
+	told(w, evs, "Refused by the API server (not made; the pods that need them wait, or are not created)", refusedReasons)
 	told(w, evs, "Blocked (the pods that wait can never all be there until this is fixed)", blockedReasons)
 	evs = evs[max(0, len(evs)-events):]
 	section(w, fmt.Sprintf("Last %d Events", events))
@@ -346,8 +346,9 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 
 // refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
 // when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
-// resourceclaims controllers' ReasonRefused).
-var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused"}
+// resourceclaims controllers' ReasonRefused), or refuses the pods the JobSet's Jobs create
+// because of what an add-on put in them (PodsRefused: the sequencer's start barrier).
+var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused", "PodsRefused"}
 
 // blockedReasons are the reasons of the Warnings the sequencer gives when a start barrier cannot
 // open because a pod of it is stuck before it (its ReasonBarrierBlocked).

@@ -33,7 +33,7 @@ func barrierJobSet() (*jobsetv1alpha2.JobSet, []client.Object) {
 	js := addontest.JobSet("ns", "train").Annotation(contract.StartBarrierAnnotationKey, string(contract.StartBarrierJobSet)).
 		Annotation(contract.StartBarrierTimeoutAnnotationKey, "60s").ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(2)).Obj()
 	js.UID = "js-uid"
-	sequence.InjectBarrier(js, "barrier", time.Minute)
+	sequence.InjectBarrier(js, sequence.BarrierSettings{Image: "barrier", Resources: sequence.DefaultBarrierResources()}, time.Minute)
 	return js, []client.Object{
 		addontest.Job(js, "w", 0).UID("job-0").ControlledBy(js).Obj(),
 		addontest.Job(js, "w", 1).UID("job-1").ControlledBy(js).Obj(),

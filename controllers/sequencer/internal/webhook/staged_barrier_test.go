@@ -35,7 +35,7 @@ func TestStagedJobSetBarrierWarning(t *testing.T) {
 		"one stage":  {js: barrier(contract.StartBarrierJobSet).ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b")).Obj()},
 		"mode Stage": {js: barrier(contract.StartBarrierStage).InOrder().ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b")).Obj()},
 	} {
-		w := &JobSetWebhook{BarrierImage: "barrier"}
+		w := &JobSetWebhook{Barrier: testBarrier}
 		if err := w.Default(context.Background(), tc.js); err != nil {
 			t.Fatal(err)
 		}
