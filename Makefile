@@ -462,6 +462,11 @@ bench-scale: build testbed-bins $(TESTBEDCTL) ## The four add-ons together: 1,00
 bench-smoke: build testbed-bins $(TESTBEDCTL) ## Reduced headline benchmarks of the four add-ons; fails when a ratio against its same-run baseline falls below its threshold
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkSmoke$$" -benchtime 1x -timeout 20m ./bench/'
 
+# Not part of make test nor make bench: what distinct large templates leave in each webhook.
+.PHONY: bench-dryrun-memory
+bench-dryrun-memory: build testbed-bins $(TESTBEDCTL) ## Each add-on's webhook RSS before, at peak and after BENCH_DRYRUN_JOBSETS (5,000) distinct ~200 KB JobSets sent as server-side dry runs; prints a table
+	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkDryRunMemory$$" -benchtime 1x -timeout 120m ./bench/'
+
 .PHONY: bench-resourceclaims
 bench-resourceclaims: build testbed-bins $(TESTBEDCTL) ## resourceclaims against a bare client; Job webhook latency; prints a table
 	cd controllers/resourceclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkJobWebhook$$' -benchmem ./internal/webhook/

@@ -13,7 +13,7 @@ import (
 func TestValidateUpdateBarrierState(t *testing.T) {
 	const path = "spec.replicatedJobs[1].template.spec.template.metadata.annotations[sequencer.jobset-addons.io/barrier-state]"
 	base := func() *jobsetv1alpha2.JobSet {
-		return addontest.JobSet("ns", "js").Annotations(map[string]string{contract.StartBarrierAnnotationKey: contract.StartBarrierJobSet}).
+		return addontest.JobSet("ns", "js").Annotations(map[string]string{contract.StartBarrierAnnotationKey: string(contract.StartBarrierJobSet)}).
 			ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b")).Obj()
 	}
 	withState := func(value string) *jobsetv1alpha2.JobSet {
