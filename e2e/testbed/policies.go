@@ -1,14 +1,11 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 )
 
 // ApplyPolicies applies the ValidatingAdmissionPolicies and their bindings of manifests (a
@@ -32,27 +29,8 @@ func DeletePolicies(ctx context.Context, cs kubernetes.Interface, manifests []by
 }
 
 func eachPolicy(manifests []byte, policy func(*admissionv1.ValidatingAdmissionPolicy) error, binding func(*admissionv1.ValidatingAdmissionPolicyBinding) error) error {
-	for _, doc := range bytes.Split(manifests, []byte("\n---")) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return err
-		}
-		var err error
-		switch meta.Kind {
-		case "ValidatingAdmissionPolicy":
-			var p admissionv1.ValidatingAdmissionPolicy
-			if err = yaml.UnmarshalStrict(doc, &p); err == nil {
-				err = policy(&p)
-			}
-		case "ValidatingAdmissionPolicyBinding":
-			var b admissionv1.ValidatingAdmissionPolicyBinding
-			if err = yaml.UnmarshalStrict(doc, &b); err == nil {
-				err = binding(&b)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", meta.Kind, err)
-		}
-	}
-	return nil
+	return eachKind(manifests, map[string]func([]byte) error{
+		"ValidatingAdmissionPolicy":        decoded(policy),
+		"ValidatingAdmissionPolicyBinding": decoded(binding),
+	})
 }
