@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,12 +36,16 @@ const dryRunPad = 200 << 10
 // a claim template, a pod template), as `kubectl create --dry-run=server` would (16 at once),
 // and prints the add-on's resident memory (VmRSS) before, at its peak (sampled every 100 ms) and
 // after (10 s later): what a stream of distinct large templates leaves in a webhook.
+// $BENCH_DRYRUN_ADDONS (comma-separated) runs only those add-ons.
 func BenchmarkDryRunMemory(b *testing.B) {
 	ctx := context.Background()
 	c, _, tb := clients(b)
 	ns := namespace(ctx, b, c, "bench-dryrun")
 	fmt.Printf("\n%-15s %8s %12s %12s %12s %12s %8s\n", "add-on", "JobSets", "RSS before", "peak", "after", "after-before", "took")
 	for _, name := range testbed.Addons {
+		if only := os.Getenv("BENCH_DRYRUN_ADDONS"); only != "" && !slices.Contains(strings.Split(only, ","), name) {
+			continue
+		}
 		if err := testbed.StartAddon(ctx, tb, name, nil, addonArgs()...); err != nil {
 			b.Fatal(err)
 		}
