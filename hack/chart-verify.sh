@@ -161,6 +161,10 @@ priorityClassName: system-cluster-critical|--set priorityClassName=system-cluste
 - name: regcred|--set imagePullSecrets[0].name=regcred
 disktype: ssd|--set volumeclaims.nodeSelector.disktype=ssd
 cpu: 200m|--set volumeclaims.resources.requests.cpu=200m
+- --barrier-cpu-request=10m|
+- --barrier-memory-limit=32Mi|
+- --barrier-cpu-limit=100m|--set barrier.resources.limits.cpu=100m
+- --barrier-memory-request=24Mi|--set barrier.resources.requests.memory=24Mi
 cert-manager.io/v1|--set certManagement.mode=cert-manager
 interval: 10s|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.interval=10s
 release: prom|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # link-testbed.sh DIR JOBSET_VERSION JOBSET_SRC VOLCANO_SRC SCHEDPLUGINS_SRC BIN...
 # Fills DIR, the one directory a testbed reads (bin/testbed, or bin/testbed-<kube>-<jobset> for
-# make e2e-compat): links to the versioned binaries BIN..., JobSet's CRD and webhook manifests
+# make e2e SUITE=compat): links to the versioned binaries BIN..., JobSet's CRD and webhook manifests
 # from its module source, the gang schedulers' CRDs, and jobset-version (testbed.JobSetVersion).
 set -euo pipefail
 dir=$1 jobset_version=$2 jobset_src=$3 volcano_src=$4 schedplugins_src=$5

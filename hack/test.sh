@@ -25,8 +25,8 @@ export KUBECONFIG=$PWD/.testbed/kubeconfig
 
 step "make e2e"
 make --no-print-directory e2e
-step "make e2e-upstream"
-make --no-print-directory e2e-upstream
+step "make e2e SUITE=upstream"
+make --no-print-directory e2e SUITE=upstream
 step "make chart-verify"
 make --no-print-directory chart-verify
 step "make testbed-down"
@@ -39,10 +39,10 @@ unset KUBECONFIG
 step "make bench-smoke (a testbed of its own)"
 make --no-print-directory bench-smoke
 
-step "make e2e-gate-off"
-make --no-print-directory e2e-gate-off
-step "make e2e-multicluster (reduced)"
-make --no-print-directory e2e-multicluster MULTICLUSTER_REDUCED=1
+step "make e2e SUITE=gate-off"
+make --no-print-directory e2e SUITE=gate-off
+step "make e2e SUITE=multicluster (reduced)"
+make --no-print-directory e2e SUITE=multicluster MULTICLUSTER_REDUCED=1
 
 step "make e2e-kind (reduced)"
 make --no-print-directory e2e-kind KIND_REDUCED=1

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -124,7 +125,8 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		}
 	}
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
-	refused(w, evs)
+	told(w, evs, "Refused by the API server (not made; the pods that need them wait, or are not created)", refusedReasons)
+	told(w, evs, "Blocked (the pods that wait can never all be there until this is fixed)", blockedReasons)
 	evs = evs[max(0, len(evs)-events):]
 	section(w, fmt.Sprintf("Last %d Events", events))
 	rows(w, "AGE\tTYPE\tREASON\tMESSAGE", len(evs), func(i int) string {
@@ -228,7 +230,7 @@ func barriers(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alp
 		fmt.Fprintln(w, "  (no start barrier)")
 		return nil
 	}
-	mode, errs := contract.ParseStartBarrier(value, nil)
+	_, errs := contract.ParseStartBarrier(value, nil)
 	st, serrs := jobsets.Stages(js)
 	if errs = append(errs, serrs...); len(errs) > 0 {
 		fmt.Fprintf(w, "  (the start barrier does not parse: %v)\n", errs.ToAggregate())
@@ -242,16 +244,22 @@ func barriers(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alp
 	if err := c.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
 		return err
 	}
-	attempt := js.Status.Restarts
-	groups := jobsets.BarrierGroups(js, mode, st)
+	// Which pods count, and the attempt, as the sequencer decides: by the Jobs the JobSet made.
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+		return err
+	}
+	of := jobsets.MembersOf(js, jobs.Items)
+	attempt := of.Attempt(js)
+	groups := jobsets.BarrierGroups(js, st)
 	rows(w, "BARRIER\tATTEMPT\tPODS\tWAITING\tOPEN\tWAITS FOR", len(groups), func(i int) string {
 		g := groups[i]
 		var members []*corev1.Pod
 		waiting := 0
 		for j := range pods.Items {
 			p := &pods.Items[j]
-			if p.DeletionTimestamp == nil && !jobsets.PodFinished(p) && jobsets.AttemptOf(p.Labels) == attempt &&
-				slices.Contains(g.ReplicatedJobs, p.Labels[contract.ReplicatedJobNameLabelKey]) {
+			rj, a, ok := of.PodOf(p)
+			if ok && p.DeletionTimestamp == nil && !jobsets.PodFinished(p) && a == attempt && slices.Contains(g.ReplicatedJobs, rj) {
 				members = append(members, p)
 				if _, ok := jobsets.AtBarrier(p); ok {
 					waiting++
@@ -259,7 +267,7 @@ func barriers(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alp
 			}
 		}
 		open, waitsFor := "no", jobsets.NotAtBarrier(members, g.Pods, 5)
-		if opened.RestartAttempt == attempt && opened.Has(g.Name) {
+		if run, _ := jobsets.BarrierRun(js); opened.For(attempt, run) && opened.Has(g.Name) {
 			open, waitsFor = "yes", ""
 		}
 		return strings.Join([]string{g.Name, strconv.Itoa(int(attempt)), strconv.Itoa(int(g.Pods)), strconv.Itoa(waiting), open, dash(waitsFor)}, "\t")
@@ -338,22 +346,27 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 
 // refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
 // when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
-// resourceclaims controllers' ReasonRefused).
-var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused"}
+// resourceclaims controllers' ReasonRefused), or refuses the pods the JobSet's Jobs create
+// because of what an add-on put in them (PodsRefused: the sequencer's start barrier).
+var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused", "PodsRefused"}
 
-// refused prints, when there are any, the Warnings of refusedReasons among evs, however old: each
-// is told once, and the JobSet waits on it for as long as it lives.
-func refused(w io.Writer, evs []corev1.Event) {
+// blockedReasons are the reasons of the Warnings the sequencer gives when a start barrier cannot
+// open because a pod of it is stuck before it (its ReasonBarrierBlocked).
+var blockedReasons = []string{"StartBarrierBlocked"}
+
+// told prints, under title, when there are any, the Warnings of reasons among evs, however old:
+// each is told once, and the JobSet waits on it for as long as it lives.
+func told(w io.Writer, evs []corev1.Event, title string, reasons []string) {
 	var found []corev1.Event
 	for _, e := range evs {
-		if e.Type == corev1.EventTypeWarning && slices.Contains(refusedReasons, e.Reason) {
+		if e.Type == corev1.EventTypeWarning && slices.Contains(reasons, e.Reason) {
 			found = append(found, e)
 		}
 	}
 	if len(found) == 0 {
 		return
 	}
-	section(w, "Refused by the API server (not made; the pods that need them wait)")
+	section(w, title)
 	rows(w, "AGE\tREASON\tMESSAGE", len(found), func(i int) string {
 		e := found[i]
 		return strings.Join([]string{age(eventTime(e)), e.Reason, cut(e.Message, 600)}, "\t")

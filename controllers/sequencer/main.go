@@ -24,13 +24,13 @@ import (
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 func main() {
-	var concurrency, workers int
-	var barrierImage string
+	var concurrency, workers, webhookBurst int
+	var webhookQPS float32
+	var barrier barrierFlags
 	// The barrier pods' cache, made by Setup: jobset_addons_jobsets_waiting{reason="barrier"}
 	// reads it.
 	var barrierPods client.Reader
@@ -50,6 +50,8 @@ func main() {
 					p.Spec, p.Status = corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates}, corev1.PodStatus{}
 				}
 			}),
+			// The Job controller's FailedCreate Events: pods refused, told on the JobSet.
+			&corev1.Event{}: addon.FailedCreateEvents(),
 		},
 		Kinds: controller.Kinds,
 		Waits: func(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
@@ -66,14 +68,27 @@ func main() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&concurrency, "concurrent-reconciles", 50, "JobSets reconciled at once (a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others)")
 			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases (or tells their start barrier) at once")
-			fs.StringVar(&barrierImage, "barrier-image", "ghcr.io/jobset-addons/barrier:"+version.String(),
-				"Image of the start barrier's init container, which the webhook adds to JobSets with the "+contract.StartBarrierAnnotationKey+" annotation (the chart pins it by digest)")
+			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of barrier pods, apart from --kube-api-qps, so that admission never waits behind the reconciler")
+			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
+			barrier.add(fs)
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr, barrierImage); err != nil {
+			settings, err := barrier.settings()
+			if err != nil {
+				return err
+			}
+			if err := webhook.Register(mgr, settings, webhookQPS, webhookBurst); err != nil {
 				return err
 			}
 			if err := controller.IndexFields(ctx, mgr); err != nil {
+				return err
+			}
+			refused := &addon.PodsRefused{
+				Client:   mgr.GetClient(),
+				Recorder: addon.EventRecorder(mgr, "sequencer.jobset-addons.io"),
+				Concerns: sequence.BarrierRefusal,
+			}
+			if err := refused.SetupWithManager(mgr); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

@@ -26,7 +26,7 @@ func main() {
 	var webhookQPS float32
 	addon.Main(addon.Options{
 		Name: "volumeclaims",
-		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench-volumeclaims).
+		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench ADDON=volumeclaims).
 		QPS:         200,
 		Burst:       300,
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},

@@ -36,14 +36,15 @@ func barrierPods() int {
 	return 400
 }
 
-// BenchmarkStartBarrier opens a start barrier of barrierPods()+1 pods (the last one held back
-// until all others wait), and compares the time from the last pod waiting to the last pod told
-// open (both seen by one pod watch) with a bare loop making the same writes (one merge patch of
-// a pod annotation per pod) with the sequencer's QPS, burst and workers, seen by the same watch,
-// in the same run. It also counts the sequencer's API requests from the last pod waiting on
-// (audit log), against the minimum: one patch per pod.
+// BenchmarkStartBarrier (the scenario barrier of SEQUENCER_BENCH) opens a start barrier of
+// barrierPods()+1 pods (the last one held back until all others wait), and compares the time
+// from the last pod waiting to the last pod told open (both seen by one pod watch) with a bare
+// loop making the same writes (one merge patch of a pod annotation per pod) with the sequencer's
+// QPS, burst and workers, seen by the same watch, in the same run. It also counts the
+// sequencer's API requests from the last pod waiting on (audit log), against the minimum: one
+// patch per pod.
 func BenchmarkStartBarrier(b *testing.B) {
-	runAddonBench(b, "sequencer", []scenario{{"open", func(e benchEnv) []row { return barrierVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }}})
+	runAddonBench(b, "sequencer", []scenario{{"barrier", func(e benchEnv) []row { return barrierVersusBare(e.ctx, e.b, e.c, e.cs, e.tb) }}})
 }
 
 // podWatch follows the pods of one namespace: when the last of them was first seen waiting at

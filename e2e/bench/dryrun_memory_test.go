@@ -36,8 +36,12 @@ const dryRunPad = 200 << 10
 // a claim template, a pod template), as `kubectl create --dry-run=server` would (16 at once),
 // and prints the add-on's resident memory (VmRSS) before, at its peak (sampled every 100 ms) and
 // after (10 s later): what a stream of distinct large templates leaves in a webhook.
-// $BENCH_DRYRUN_ADDONS (comma-separated) runs only those add-ons.
+// $BENCH_DRYRUN_ADDONS (comma-separated) runs only those add-ons. Not part of make test nor of
+// make bench: `make bench ADDON=dryrun-memory [SCENARIO=volumeclaims,...]`.
 func BenchmarkDryRunMemory(b *testing.B) {
+	if os.Getenv("BENCH_DRYRUN_MEMORY") == "" {
+		b.Skip("BENCH_DRYRUN_MEMORY is not set: run through `make bench ADDON=dryrun-memory`")
+	}
 	ctx := context.Background()
 	c, _, tb := clients(b)
 	ns := namespace(ctx, b, c, "bench-dryrun")

@@ -23,8 +23,8 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// The sequencer's release at the limit (make bench-scale SCALE_BENCH=release, the big JobSet of
-// make bench-scale, and make bench-smoke's 1,000 pods): from the Complete of a stage's
+// The sequencer's release at the limit (make bench ADDON=scale SCENARIO=release, the big JobSet of
+// make bench ADDON=scale, and make bench-smoke's 1,000 pods): from the Complete of a stage's
 // predecessor to the last of its n gates lifted, against bare client-go loops that lift the
 // same gates of pods gated the same way, in the same run: a JobSet of the same shape, sequenced
 // (its pods gated by the sequencer's webhook), whose first stage does not end while the loop
@@ -125,7 +125,7 @@ func releaseLoops(b *testing.B) []releaseLoop {
 // releaseJobSet is s0 (one pod that runs until told) then s1 (jobs x pods), in order: s1's
 // pods are gated by the sequencer's webhook. unscheduled names, for s1, a scheduler that does
 // not run: the released pods stay Pending, and no scheduler's work on them weighs on the next
-// measurement (bench-smoke's; bench-scale's release runs them on the testbed's scheduler).
+// measurement (bench-smoke's; the scale benchmark's release runs them on the testbed's scheduler).
 func releaseJobSet(ns, name string, jobs, pods int, unscheduled bool) *jobsetv1alpha2.JobSet {
 	s1 := addontest.ReplicatedJob("s1").Replicas(int32(jobs)).Pods(int32(pods)).Requests("10m", "")
 	if unscheduled {

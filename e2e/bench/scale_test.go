@@ -15,7 +15,7 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// The scale benchmark (make bench-scale): the four add-ons together, at the scale users run
+// The scale benchmark (make bench ADDON=scale): the four add-ons together, at the scale users run
 // them. Every size is a parameter, so that it runs small first:
 //
 //	SCALE_JOBSETS  JobSets of the mixed load (default 1000), created at SCALE_RATE a second (20)
@@ -50,7 +50,7 @@ func envIntOr(key string, def int) int {
 // BenchmarkScale runs all four add-ons on the testbed and prints the tables of the scenarios.
 func BenchmarkScale(b *testing.B) {
 	if os.Getenv("BENCH_SCALE") == "" {
-		b.Skip("make bench-scale runs it (BENCH_SCALE=1): it takes long, and a testbed of many nodes")
+		b.Skip("make bench ADDON=scale runs it (BENCH_SCALE=1): it takes long, and a testbed of many nodes")
 	}
 	ctx := context.Background()
 	c, cs, tb := clients(b)

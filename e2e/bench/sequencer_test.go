@@ -252,8 +252,11 @@ func sequencerAnswers(c client.Client) func(context.Context) error {
 }
 
 // BenchmarkSequencer runs the sequencer on the testbed, sequences the chains both ways at once
-// and prints the hand-off times.
+// and prints the hand-off times: the scenario handoff of SEQUENCER_BENCH.
 func BenchmarkSequencer(b *testing.B) {
+	if !picked("sequencer", "handoff") {
+		b.Skipf("SEQUENCER_BENCH=%q does not pick handoff", os.Getenv("SEQUENCER_BENCH"))
+	}
 	ctx := context.Background()
 	c, cs, tb := clients(b)
 	if err := testbed.StartAddon(ctx, tb, "sequencer", sequencerAnswers(c)); err != nil {

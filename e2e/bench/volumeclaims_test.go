@@ -56,7 +56,7 @@ func clients(b *testing.B) (client.Client, kubernetes.Interface, testbed.Config)
 	b.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
-		b.Fatal("KUBECONFIG is not set: run through `make bench` or `make bench-volumeclaims`")
+		b.Fatal("KUBECONFIG is not set: run through `make bench` or `make bench ADDON=volumeclaims`")
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
@@ -178,20 +178,38 @@ type scenario struct {
 	run  func(benchEnv) []row
 }
 
+// scenarioKnobs name, for each add-on, the environment variable whose comma-separated list of
+// scenario names picks some of its benchmark's scenarios (make bench ADDON=... SCENARIO=...
+// sets it); none, or empty, runs them all.
+var scenarioKnobs = map[string]string{
+	"volumeclaims":   "VOLUMECLAIMS_BENCH",
+	"resourceclaims": "RESOURCECLAIMS_BENCH",
+	"sequencer":      "SEQUENCER_BENCH",
+	"podgroups":      "PODGROUPS_BENCH",
+}
+
+// picked tells whether the scenario name of the add-on's benchmark is to run.
+func picked(addon, name string) bool {
+	only := os.Getenv(scenarioKnobs[addon])
+	return only == "" || slices.Contains(strings.Split(only, ","), name)
+}
+
 // runAddonBench runs the add-on on the testbed and the scenarios once each, whatever b.N
-// (each is a measurement of its own), in order, and prints their table. $<ADDON>_BENCH, a
-// comma-separated list of names, picks some.
+// (each is a measurement of its own), in order, and prints their table. The add-on's knob of
+// scenarioKnobs picks some; with none of these picked, the benchmark is skipped.
 func runAddonBench(b *testing.B, addon string, scenarios []scenario) {
+	if !slices.ContainsFunc(scenarios, func(s scenario) bool { return picked(addon, s.name) }) {
+		b.Skipf("%s=%q picks none of its scenarios", scenarioKnobs[addon], os.Getenv(scenarioKnobs[addon]))
+	}
 	ctx := context.Background()
 	c, cs, tb := clients(b)
 	if err := testbed.StartAddon(ctx, tb, addon, nil, addonArgs()...); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = testbed.StopAddon(ctx, tb, addon) }()
-	only := os.Getenv(strings.ToUpper(addon) + "_BENCH")
 	var rows []row
 	for _, s := range scenarios {
-		if only == "" || slices.Contains(strings.Split(only, ","), s.name) {
+		if picked(addon, s.name) {
 			before := namespaceNames(ctx, b, c)
 			rows = append(rows, s.run(benchEnv{ctx: ctx, b: b, c: c, cs: cs, tb: tb})...)
 			// The scenario's namespaces are gone before the next one starts: its cold starts

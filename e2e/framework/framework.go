@@ -104,8 +104,8 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 }
 
 // RequireJobSet skips t when the testbed's JobSet controller (testbed.Config.JobSetVersion) is
-// older than min, saying why the test cannot work there. The compatibility matrix (make
-// e2e-compat) records such a test as "n/a" with that reason, never as passed.
+// older than min, saying why the test cannot work there. The compatibility matrix (make e2e
+// SUITE=compat) records such a test as "n/a" with that reason, never as passed.
 func RequireJobSet(t *testing.T, min, why string) {
 	t.Helper()
 	tb, err := testbed.DefaultConfig()

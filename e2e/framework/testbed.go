@@ -30,6 +30,8 @@ const (
 	FailFirstAttemptAnnotationKey = testbed.FailFirstAttemptAnnotationKey
 	// BarrierDeafAnnotationKey keeps a kwok pod at its start barrier until it is told open twice.
 	BarrierDeafAnnotationKey = testbed.BarrierDeafAnnotationKey
+	// BarrierWaitingReasonAnnotationKey shows a kwok pod's barrier container waiting with that reason (a kubelet that cannot start it).
+	BarrierWaitingReasonAnnotationKey = testbed.BarrierWaitingReasonAnnotationKey
 	// AddonNamespace is where the add-ons' Services and Secrets are.
 	AddonNamespace = testbed.AddonNamespace
 	// VolcanoSchedulerName and CoschedulingSchedulerName are the gang schedulers' names.

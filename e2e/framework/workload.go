@@ -32,7 +32,7 @@ func WorkloadAPIServed(t *testing.T, cfg *envconf.Config) bool {
 }
 
 // RequireWorkloadAPI skips a kubernetes case where the Workload API is not served (a testbed of
-// Kubernetes before 1.37 in make e2e-compat), saying so: n/a there, never passed.
+// Kubernetes before 1.37 in make e2e SUITE=compat), saying so: n/a there, never passed.
 func RequireWorkloadAPI(t *testing.T, cfg *envconf.Config) {
 	t.Helper()
 	if !WorkloadAPIServed(t, cfg) {

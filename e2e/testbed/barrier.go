@@ -33,7 +33,17 @@ var (
 	heldAtBarrier = hasBarrier + ` and (` + barrierState + ` != "` + contract.StartBarrierOpen + `" or (` + deafNotNudged + `))`
 	barrierFailed = hasBarrier + ` and (` + barrierState + ` | startswith("` + contract.StartBarrierFailedPrefix + `"))`
 	atBarrier     = `any(.status.initContainerStatuses[]?; .name == "` + contract.StartBarrierContainerName + `" and .state.running != null)`
+	// barrierBlocked: the pod plays a kubelet that cannot start its barrier container
+	// (BarrierWaitingReasonAnnotationKey), blockedShown: kwok shows it so already.
+	barrierBlocked = hasBarrier + ` and (.metadata.annotations["` + BarrierWaitingReasonAnnotationKey + `"] // "") != ""`
+	blockedShown   = `any(.status.initContainerStatuses[]?; .name == "` + contract.StartBarrierContainerName + `" and .state.waiting != null)`
 )
+
+// BarrierWaitingReasonAnnotationKey on a pod template makes kwok show its pods' barrier
+// container waiting with that reason (CreateContainerConfigError, ImagePullBackOff, ...) instead
+// of running, as the kubelet shows a container it cannot start: such a pod never reaches its
+// barrier.
+const BarrierWaitingReasonAnnotationKey = "testbed.jobset-addons.io/barrier-waiting-reason"
 
 // BarrierDeafAnnotationKey on a pod template makes kwok keep its pods at their start barrier
 // after they are told open, until they are told again (a kubelet that lost the first rewrite of
@@ -76,7 +86,8 @@ func barrierStages() []any {
 		}
 	}
 	return []any{
-		stage("pod-at-start-barrier", []any{alive, pending, is(heldAtBarrier, true), is(barrierFailed, false), is(atBarrier, false)}, barrierWaitStatus),
+		stage("pod-at-start-barrier", []any{alive, pending, is(heldAtBarrier, true), is(barrierFailed, false), is(atBarrier, false), is(barrierBlocked, false)}, barrierWaitStatus),
+		stage("pod-start-barrier-blocked", []any{alive, pending, is(barrierBlocked, true), is(barrierFailed, false), is(blockedShown, false)}, barrierBlockedStatus),
 		stage("pod-start-barrier-failed", []any{alive, pending, is(barrierFailed, true)}, barrierFailStatus),
 	}
 }
@@ -134,6 +145,38 @@ hostIPs:
 {{ end }}
 {{ end }}
 phase: Pending
+startTime: {{ $now | Quote }}
+`
+
+// barrierBlockedStatus: the user's init containers done, the barrier container waiting with the
+// reason of BarrierWaitingReasonAnnotationKey, as the kubelet shows a container it cannot create.
+const barrierBlockedStatus = `{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotInitialized
+  type: Initialized
+initContainerStatuses:
+{{ $reason := index .metadata.annotations "` + BarrierWaitingReasonAnnotationKey + `" }}
+{{ range .spec.initContainers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  state:
+    {{ if eq .name "` + contract.StartBarrierContainerName + `" }}
+    waiting:
+      reason: {{ $reason | Quote }}
+      message: {{ printf "testbed: the kubelet cannot start this container (%s)" $reason | Quote }}
+    {{ else }}
+    terminated:
+      exitCode: 0
+      finishedAt: {{ $now | Quote }}
+      reason: Completed
+      startedAt: {{ $now | Quote }}
+    {{ end }}
+{{ end }}
+` + mainWaiting + `phase: Pending
 startTime: {{ $now | Quote }}
 `
 

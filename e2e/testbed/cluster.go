@@ -99,7 +99,8 @@ func kwokctlConfig(c Config) ([]byte, error) {
 		},
 		// Without leader election: each runs once, and a Lease renewal that a starved apiserver
 		// answers after the renew deadline would end it for good (kwokctl does not start it
-		// again; on a 2-core machine shared with builds, make bench-scale lost kube-scheduler so).
+		// again; on a 2-core machine shared with builds, make bench ADDON=scale lost kube-scheduler
+		// so).
 		"componentsPatches": []any{map[string]any{
 			"name": "kube-controller-manager",
 			"extraArgs": []any{
@@ -266,7 +267,7 @@ func startCluster(ctx context.Context, c Config, log func(string, ...any)) error
 // auditPolicy has the apiserver log, at Metadata level, every request of the add-ons'
 // ServiceAccounts, and nothing else: the record that proves no object was created twice
 // (AuditCreates), and what each add-on costs the apiserver, by verb and resource (AuditRequests;
-// make bench-scale). Metadata level holds no object, so that a line is about 1 KB.
+// make bench ADDON=scale). Metadata level holds no object, so that a line is about 1 KB.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]

@@ -18,7 +18,7 @@ const PrometheusBinDir = "PROMETHEUS_BIN_DIR"
 func PrometheusBin(name string) (string, error) {
 	dir := os.Getenv(PrometheusBinDir)
 	if dir == "" {
-		return "", fmt.Errorf("$%s is not set: make e2e-observability builds Prometheus (make prometheus-bins) and sets it", PrometheusBinDir)
+		return "", fmt.Errorf("$%s is not set: make e2e SUITE=observability builds Prometheus (make prometheus-bins) and sets it", PrometheusBinDir)
 	}
 	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {

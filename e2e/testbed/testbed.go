@@ -31,7 +31,7 @@ type Config struct {
 	Root string
 	// Bins, when set, is the directory of the testbed's binaries and manifests in place of
 	// Root/bin/testbed: one that `make` links for another Kubernetes or JobSet version
-	// (bin/testbed-<kube>-<jobset>, see `make e2e-compat`).
+	// (bin/testbed-<kube>-<jobset>, see `make e2e SUITE=compat`).
 	Bins string
 	// Name of the kwokctl cluster.
 	Name string
@@ -155,7 +155,7 @@ func (c Config) Bin(name string) string { return filepath.Join(c.BinDir(), name)
 
 // JobSetVersion is the version of the JobSet controller in BinDir, from the file jobset-version
 // that make writes beside it, or "" when that file is missing (a bin/testbed linked before the
-// file existed: JOBSET_VERSION of the Makefile).
+// file existed: JOBSET_VERSION of make/versions.mk).
 func (c Config) JobSetVersion() string {
 	b, err := os.ReadFile(c.Bin("jobset-version"))
 	if err != nil {
@@ -190,8 +190,9 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 	rc.QPS, rc.Burst = -1, 0 // the testbed's apiserver has no limits either
 	// The kubeconfig names kwokctl's PKI files, at the same paths for every testbed of this
 	// work directory. client-go caches a transport by CA file path (and reloads that file only
-	// later), so a process that talks to a second testbed (make e2e-compat) would verify it with
-	// the first one's CA: the files' contents go into the config instead, which client-go keys by.
+	// later), so a process that talks to a second testbed (make e2e SUITE=compat) would verify it
+	// with the first one's CA: the files' contents go into the config instead, which client-go keys
+	// by.
 	if err := rest.LoadTLSFiles(rc); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
 	}

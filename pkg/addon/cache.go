@@ -24,8 +24,8 @@ func ManagedBy(value string) cache.ByObject {
 // JobsOfJobSets scopes the Job informer to the Jobs of JobSets (those with the jobset-name
 // label), and keeps, of each, all but its pod template: of that, only what kept (nil: nothing)
 // returns, the part the add-on reads. A Job's pod template is most of it, and every JobSet's
-// Jobs are cached, those of the JobSets that do not use the add-on too (make bench-scale). Of its
-// annotations, only the add-ons' own (of the contract's domain) are kept: JobSet's copy its
+// Jobs are cached, those of the JobSets that do not use the add-on too (make bench ADDON=scale). Of
+// its annotations, only the add-ons' own (of the contract's domain) are kept: JobSet's copy its
 // labels, which are kept.
 func JobsOfJobSets(kept func(*batchv1.Job) corev1.PodTemplateSpec) cache.ByObject {
 	exists, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)

@@ -11,8 +11,8 @@ import (
 // cache (resourceVersion=0), as informers did before client-go 1.35, not with a watch of initial
 // events, which the API server answers only once its watch cache has caught up with etcd. With
 // 500 JobSets and 1,000 Jobs to list, that wait made podgroups' cold start 190 ms instead of
-// 130 (make bench-podgroups). The add-ons' reconciles already take a cache that trails the API
-// (an object made that the cache does not show yet answers 409 and is read; one deleted answers
+// 130 (make bench ADDON=podgroups). The add-ons' reconciles already take a cache that trails the
+// API (an object made that the cache does not show yet answers 409 and is read; one deleted answers
 // 404), and the lists are of their own objects and JobSets, small enough for the API server's
 // memory. --feature-gates=WatchListClient=true turns it back on.
 var clientDefaults = map[clientfeatures.Feature]bool{clientfeatures.WatchListClient: false}

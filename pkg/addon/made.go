@@ -95,8 +95,8 @@ func (m *Made) Pending(key types.NamespacedName) (pending bool) {
 // cache has not shown. A reconcile takes it before it reads the cache, and asks it of an object
 // the read did not show: an object that arrives in the cache between the two is then taken as
 // pending. Pending asked after the read would find its creation already forgotten, on its
-// arrival, and the object would be made again: a create answered 409 (make bench-scale, 0.01 a
-// JobSet).
+// arrival, and the object would be made again: a create answered 409 (make bench ADDON=scale, 0.01
+// a JobSet).
 func (m *Made) PendingNow() sets.Set[types.NamespacedName] {
 	out := sets.New[types.NamespacedName]()
 	m.locked(func() {

@@ -20,7 +20,7 @@ const memoryLimitShare = 0.85
 // memory limit, unless $GOMEMLIMIT sets one or there is no limit. Without it, the heap may grow
 // to twice what is live between two collections (GOGC=100), and a process whose live heap fits
 // the limit is killed for memory when it momentarily does not (the chart's limit is 256Mi;
-// make bench-scale). It returns the limit set, 0 if none.
+// make bench ADDON=scale). It returns the limit set, 0 if none.
 func setMemoryLimit(path string) (int64, error) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return 0, nil

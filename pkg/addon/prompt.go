@@ -13,7 +13,7 @@ import (
 // promptCache is the manager's cache, whose WaitForCacheSync returns the moment every informer
 // made through it has synced. controller-runtime's checks every 100 ms (client-go's
 // WaitForCacheSync), and the manager waits on it before it takes the Lease: at a start, up to
-// 100 ms lost before any worker runs (make bench-podgroups, cold start).
+// 100 ms lost before any worker runs (make bench ADDON=podgroups, cold start).
 type promptCache struct {
 	cache.Cache
 	mu       sync.Mutex

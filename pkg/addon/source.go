@@ -35,7 +35,7 @@ func Owns(mgr ctrl.Manager, owner, obj client.Object, preds ...predicate.Predica
 //   - its controller starts its workers the moment the informer and the handler have seen every
 //     object (client-go's WaitFor), where the builder's sources poll for both every 100 ms.
 //
-// Both were most of a restart's time to its first object (make bench-podgroups, cold start).
+// Both were most of a restart's time to its first object (make bench ADDON=podgroups, cold start).
 func Watches(mgr ctrl.Manager, obj client.Object, h handler.EventHandler, preds ...predicate.Predicate) source.SyncingSource {
 	w := &watch{cache: mgr.GetCache(), obj: obj, handler: h, preds: preds}
 	// Made now, the informer is started by the cache; an error is told by Start.

@@ -24,7 +24,8 @@ const jobSetWait = 30 * time.Second
 // Jobs: of those, only the metadata the Job's events need to name their JobSet (its labels,
 // owner references), read from the add-on's own cache of JobSets. Every JobSet's Jobs are cached
 // (they cannot be selected by their JobSet's annotations), and at 1,000 JobSets using the
-// add-ons beside 1,000 that did not, half of the cached Jobs were the latter's (make bench-scale).
+// add-ons beside 1,000 that did not, half of the cached Jobs were the latter's (make bench
+// ADDON=scale).
 type usesCache struct {
 	uses func(*jobsetv1alpha2.JobSet) bool
 	// elsewhere tells of the JobSets managed elsewhere that use the add-on (JobSetsUsing).

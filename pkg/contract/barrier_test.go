@@ -74,6 +74,47 @@ func TestBarriersOpened(t *testing.T) {
 			t.Errorf("ParseBarriersOpened(%q) accepted", bad)
 		}
 	}
+	// A record of a run, and one written before runs were recorded (for any run of its attempt).
+	run := "2025-01-02T03:04:05Z"
+	withRun := BarriersOpened{RestartAttempt: 1, Run: &run}.With("jobset")
+	if got, want := withRun.String(), `{"restartAttempt":1,"run":"2025-01-02T03:04:05Z","groups":["jobset"]}`; got != want {
+		t.Errorf("String() = %s, want %s", got, want)
+	}
+	back, errs = ParseBarriersOpened(withRun.String(), p)
+	if len(errs) > 0 || back.Run == nil || *back.Run != run {
+		t.Errorf("round trip of a run: %+v, %v", back, errs)
+	}
+	resumingRun := StartBarrierRun(true, true, time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	resuming := BarriersOpened{RestartAttempt: 1, Run: &resumingRun}
+	if resumingRun != "resuming 2025-01-02T03:04:05Z" || StartBarrierRun(false, false, time.Time{}) != "" ||
+		StartBarrierRun(true, false, time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) != run {
+		t.Errorf("StartBarrierRun: %q", resumingRun)
+	}
+	old, errs := ParseBarriersOpened(`{"restartAttempt":1,"groups":["jobset"]}`, p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, tc := range []struct {
+		b       BarriersOpened
+		attempt int32
+		run     string
+		want    bool
+	}{
+		{withRun, 1, run, true},
+		{withRun, 1, "", false},
+		{withRun, 1, "2025-01-02T03:09:00Z", false},
+		{withRun, 2, run, false},
+		{old, 1, "2025-01-02T03:09:00Z", true},
+		{resuming, 1, "2025-01-02T03:09:00Z", true},  // the resume under way, done
+		{resuming, 1, "2025-01-02T03:00:00Z", false}, // a resume before that suspension
+		{resuming, 1, "resuming 2025-01-02T03:09:00Z", false},
+		{resuming, 1, "resuming 2025-01-02T03:04:05Z", true},
+		{old, 0, "", false},
+	} {
+		if got := tc.b.For(tc.attempt, tc.run); got != tc.want {
+			t.Errorf("%s.For(%d, %q) = %t, want %t", tc.b, tc.attempt, tc.run, got, tc.want)
+		}
+	}
 	if StartBarrierGroup(StartBarrierJobSet, 3) != "jobset" || StartBarrierGroup(StartBarrierStage, 1) != "stage-1" {
 		t.Error("StartBarrierGroup")
 	}

@@ -187,8 +187,9 @@ const (
 
 	// StartBarrierAnnotationKey is a JobSet annotation, written by the user: no main container of
 	// the JobSet (StartBarrierJobSet) or of each of its stages (StartBarrierStage) starts until
-	// every pod of it waits at the barrier, bound and with its earlier init containers done.
-	// Parse it with ParseStartBarrier.
+	// every pod of it waits at the barrier, bound and with its earlier init containers done. On a
+	// JobSet that runs in more than one stage both values mean a barrier per stage. Parse it with
+	// ParseStartBarrier.
 	StartBarrierAnnotationKey = "sequencer." + Domain + "/start-barrier"
 
 	// StartBarrierTimeoutAnnotationKey is a JobSet annotation, written by the user: how long (a Go
@@ -198,9 +199,10 @@ const (
 	StartBarrierTimeoutAnnotationKey = "sequencer." + Domain + "/start-barrier-timeout"
 
 	// StartBarrierOpenedAnnotationKey is a JobSet annotation written by the sequencer controller
-	// (users read it, never write it): the barriers it opened in the current restart attempt, as
-	// JSON such as {"restartAttempt":0,"groups":["stage-0"]} (BarriersOpened). A pod of an opened
-	// barrier, a new one too, is opened at once.
+	// (users read it, never write it): the barriers it opened in the current restart attempt and
+	// run, as JSON such as {"restartAttempt":0,"run":"","groups":["stage-0"]} (BarriersOpened). A
+	// pod of an opened barrier, a new one too, is opened at once; a record of another attempt or
+	// run (the JobSet was suspended and resumed since) counts as none.
 	StartBarrierOpenedAnnotationKey = "sequencer." + Domain + "/start-barrier-opened"
 
 	// StartBarrierLabelKey is a pod-template label (value EnabledValue), written by the sequencer

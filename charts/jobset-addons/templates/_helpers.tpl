@@ -149,6 +149,12 @@ labels:
 {{- end }}
 {{- if eq .name "sequencer" }}
 - --barrier-image={{ include "jobset-addons.image" (dict "values" .root.Values.barrier "root" .root) }}
+{{- with .root.Values.barrier.resources }}
+- --barrier-cpu-request={{ .requests.cpu }}
+- --barrier-cpu-limit={{ .limits.cpu }}
+- --barrier-memory-request={{ .requests.memory }}
+- --barrier-memory-limit={{ .limits.memory }}
+{{- end }}
 {{- end }}
 {{- if eq .name "podgroups" }}
 {{- with .root.Values.gangSchedulers }}
@@ -212,9 +218,15 @@ sequencer:
   - apiGroups: ["jobset.x-k8s.io"]
     resources: ["jobsets"]
     verbs: ["patch"]
+  # create: the JobSet webhook's server-side dry runs of barrier pods (a dry run needs the verb);
+  # the sequencer never creates a pod.
   - apiGroups: [""]
     resources: ["pods"]
-    verbs: ["get", "list", "watch", "patch"]
+    verbs: ["get", "list", "watch", "patch", "create"]
+  # The Job controller's FailedCreate Events, to tell a JobSet whose pods are refused.
+  - apiGroups: [""]
+    resources: ["events"]
+    verbs: ["list", "watch"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

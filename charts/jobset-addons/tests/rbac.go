@@ -47,7 +47,9 @@ var allowlist = func() map[string][]string {
 		// pods: list those that hold PVCs retention deleted, delete the finished ones (finishedPods: Delete).
 		"volumeclaims":   append(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete")...),
 		"resourceclaims": crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
-		"sequencer":      append(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch")...),
+		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs.
+		"sequencer": slices.Concat(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch", "create"),
+			crud("/events", "list", "watch")),
 		"podgroups": slices.Concat(
 			crud("scheduling.volcano.sh/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.x-k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),

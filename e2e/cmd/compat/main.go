@@ -1,11 +1,11 @@
-// Command compat runs the compatibility matrix (make e2e-compat): for each combination
+// Command compat runs the compatibility matrix (make e2e SUITE=compat): for each combination
 // KUBE-JOBSET given as an argument (v1.37.2-v0.8.0), a fresh testbed on bin/testbed-KUBE-JOBSET
 // (linked by make), the core e2e cases of every add-on's suite on it, one suite after another,
 // then the testbed stopped. It writes the results into the file -out below its marker line:
 // the date, the exact versions that ran, pass, fail or n/a (with the skip's reason) per add-on
 // per combination, and the command. What is above the marker is kept as it is.
 //
-//	compat -out docs/compatibility.md -command "make e2e-compat" v1.37.2-v0.8.0 v1.34.4-v0.12.0
+//	compat -out docs/compatibility.md -command "make e2e SUITE=compat" v1.37.2-v0.8.0 v1.34.4-v0.12.0
 package main
 
 import (
@@ -40,7 +40,7 @@ var suites = []struct{ name, run string }{
 }
 
 // Marker separates the hand-written part of the output file from the results written here.
-const Marker = "<!-- Everything below is written by `make e2e-compat` (e2e/cmd/compat); do not edit it by hand. -->"
+const Marker = "<!-- Everything below is written by `make e2e SUITE=compat` (e2e/cmd/compat); do not edit it by hand. -->"
 
 // testResult is one top-level test of one suite on one combination, or a subtest skipped.
 type testResult struct {
@@ -70,7 +70,7 @@ type combo struct {
 
 func main() {
 	out := flag.String("out", "", "file to write the results into, below its marker line")
-	command := flag.String("command", "make e2e-compat", "the command, as the results name it")
+	command := flag.String("command", "make e2e SUITE=compat", "the command, as the results name it")
 	flag.Parse()
 	if *out == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: compat -out FILE [-command CMD] KUBE-JOBSET...")
@@ -120,7 +120,7 @@ func runCombo(ctx context.Context, c *combo) (err error) {
 	tb.WorkDir = filepath.Join(tb.Root, ".testbed-compat")
 	tb.Bins = filepath.Join(tb.Root, "bin", "testbed-"+c.Kube+"-"+c.JobSet)
 	if got := tb.JobSetVersion(); got != c.JobSet {
-		return fmt.Errorf("%s holds JobSet %q, not %s: run make e2e-compat", tb.Bins, got, c.JobSet)
+		return fmt.Errorf("%s holds JobSet %q, not %s: run make e2e SUITE=compat", tb.Bins, got, c.JobSet)
 	}
 	c.Tools = toolVersions(tb.Bins)
 	start := time.Now()

@@ -1,5 +1,5 @@
 // Command upstream runs upstream JobSet's own e2e suite (test/e2e of sigs.k8s.io/jobset, built
-// by `make e2e-upstream` into bin/jobset-e2e-<version>/e2e.test) against the testbed of
+// by `make e2e SUITE=upstream` into bin/jobset-e2e-<version>/e2e.test) against the testbed of
 // $KUBECONFIG twice: once with the four add-ons running and their webhooks registered as the
 // chart registers them ("addons"), once with none of them ("bare"). It prints the specs' counts
 // of each pass and fails unless both passes ran, no spec failed, and the same specs passed both

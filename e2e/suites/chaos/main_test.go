@@ -8,7 +8,8 @@
 // then checks the exact end state; TestLeaderFailover measures how long a controller stays
 // leaderless once its leader is killed; TestWebhookOutage makes every add-on webhook
 // unreachable for a while; TestOneAddonDown stops volumeclaims alone and checks that nothing
-// but its own work waits. CI runs reduced sizes; `make chaos` runs the full ones (CHAOS_*).
+// but its own work waits. CI runs reduced sizes; `make e2e SUITE=chaos` runs the full ones
+// (CHAOS_*).
 package chaos_test
 
 import (
@@ -40,7 +41,7 @@ var (
 	namespaces []string
 )
 
-// Sizes: CI's defaults, or `make chaos`'s through the environment.
+// Sizes: CI's defaults, or `make e2e SUITE=chaos`'s through the environment.
 var (
 	chaosJobSets  = envInt("CHAOS_JOBSETS", 24)
 	chaosKills    = envInt("CHAOS_KILLS", 4)

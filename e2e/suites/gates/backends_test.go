@@ -18,9 +18,9 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// TestElasticBackends (ElasticJobSet, make e2e-gates): the gang of a running JobSet (one stage,
-// two Jobs of 2 pods of 100m CPU each) follows a raise to 4 pods a Job and a lowering back, on
-// each backend: Volcano's and coscheduling's PodGroup (minMember 4→8→4, minResources
+// TestElasticBackends (ElasticJobSet, make e2e SUITE=gates): the gang of a running JobSet (one
+// stage, two Jobs of 2 pods of 100m CPU each) follows a raise to 4 pods a Job and a lowering back,
+// on each backend: Volcano's and coscheduling's PodGroup (minMember 4→8→4, minResources
 // 400m→800m→400m CPU) and the kubernetes backend's Workload template and PodGroup (minCount
 // 4→8→4; kube-scheduler sums requests itself). The gang schedulers do not run: what is checked
 // is what podgroups writes, each in the same PodGroup object (its UID kept).

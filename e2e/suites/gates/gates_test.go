@@ -196,7 +196,7 @@ func TestInPlaceRestart(t *testing.T) {
 // Job; the gang's PodGroups stay; lead's and w-0's Jobs, pods and claims are not touched.
 func TestRestartJob(t *testing.T) { restartJob(t, false) }
 
-// TestRestartJobRetainedClaim (make e2e-gates) is TestRestartJob with the claim template's
+// TestRestartJobRetainedClaim (make e2e SUITE=gates) is TestRestartJob with the claim template's
 // whenJobFinished: Retain, so that the failed Job's claim is not deleted when it fails but goes
 // with it (owner reference) while its successor, of the same name, is made.
 func TestRestartJobRetainedClaim(t *testing.T) { restartJob(t, true) }

@@ -8,9 +8,9 @@
 //   - RestartJob (TestRestartJob): one failed Job re-created alone; its claim, PVCs, stage and
 //     gang are right, and nothing of the other Jobs is touched.
 //
-// make e2e runs these three; make e2e-gates also runs TestElasticBackends (each backend's gang
-// following a scale), TestElasticRetention (removed indexes' PVCs deleted on completion) and
-// TestRestartJobRetainedClaim (Makefile: JOBSET_GATES_FULL_TESTS).
+// make e2e runs these three; make e2e SUITE=gates also runs TestElasticBackends (each backend's
+// gang following a scale), TestElasticRetention (removed indexes' PVCs deleted on completion) and
+// TestRestartJobRetainedClaim (make/test.mk: JOBSET_GATES_FULL_TESTS).
 package gates_test
 
 import (

@@ -17,7 +17,7 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// TestElasticRetention (ElasticJobSet, make e2e-gates): a running JobSet's ReplicatedJob with
+// TestElasticRetention (ElasticJobSet, make e2e SUITE=gates): a running JobSet's ReplicatedJob with
 // per-pod PVCs and whenComplete: Delete is raised 2→4 and lowered back to 2 while its pods run;
 // the PVCs of indexes 2 and 3 are kept while it runs (scale-down is not completion) and deleted
 // with the others when it completes.

@@ -7,7 +7,8 @@
 //
 //   - TestQueueing: two JobSets that use all four add-ons, in a ClusterQueue that fits one at a
 //     time: the second waits suspended, holding what docs/install.md says, and runs correctly
-//     after the first. make e2e runs it (the reduced set); make e2e-neighbours runs the others too.
+//     after the first. make e2e runs it (the reduced set); make e2e SUITE=kueue runs the others
+//     too.
 //   - TestDeviceQuota: a ClusterQueue with a device quota (Kueue's deviceClassMappings) for two
 //     Jobs' claims and three JobSets whose Jobs get their devices through resourceclaims: what
 //     Kueue counts (nothing), the Warning that says so, and where the third waits (the scheduler).

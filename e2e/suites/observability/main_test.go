@@ -4,14 +4,15 @@
 // finish, and evaluates the chart's alert rules (charts/jobset-addons/files/alerts.yaml, with
 // their "for" and age thresholds cut to seconds).
 //
-//   - TestObservability (make e2e and make e2e-observability): promtool checks and unit-tests
+//   - TestObservability (make e2e and make e2e SUITE=observability): promtool checks and unit-tests
 //     the rules; every dashboard query and every alert's expression (without its threshold)
 //     returns series through Prometheus' HTTP API, and the metrics say what the JobSets did;
 //     promtool check metrics passes on each add-on's /metrics; one add-on stopped makes
 //     JobSetAddonDown fire in Prometheus' /api/v1/alerts.
-//   - TestAlertsFireOnWorkload (make e2e-observability only; Makefile OBSERVABILITY_FULL_TESTS):
-//     JobSetAddonPVCHeld (a PVC held by finished pods) and JobSetWaitingTooLong (a JobSet
-//     waiting on a stage, a start barrier, a gang, a claim) fire, and resolve.
+//   - TestAlertsFireOnWorkload (make e2e SUITE=observability only; make/test.mk
+//     OBSERVABILITY_FULL_TESTS): JobSetAddonPVCHeld (a PVC held by finished pods) and
+//     JobSetWaitingTooLong (a JobSet waiting on a stage, a start barrier, a gang, a claim) fire,
+//     and resolve.
 package observability_test
 
 import (

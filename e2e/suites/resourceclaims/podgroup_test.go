@@ -133,7 +133,7 @@ func podGroupClaimsKept(ctx context.Context, t *testing.T, c client.Client, ns s
 }
 
 // TestClaimOnPodGroupGateOff: where the apiserver drops a PodGroup's claims (a testbed started
-// with TESTBED_KUBE_FEATURE_GATES without DRAWorkloadResourceClaims: make e2e-gate-off), the
+// with TESTBED_KUBE_FEATURE_GATES without DRAWorkloadResourceClaims: make e2e SUITE=gate-off), the
 // JobSet of TestClaimOnPodGroup is refused at admission by podgroups, at the templates
 // annotation, naming the gate; nothing is made.
 func TestClaimOnPodGroupGateOff(t *testing.T) {

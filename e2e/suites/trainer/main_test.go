@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		if err := framework.StartGangSchedulers(ctx, tb, log); err != nil {
 			return ctx, err
 		}
+		// The DRA devices of the per-Job claims (TestInitializersWithBarrier).
+		if err := framework.PublishDevices(ctx, tb, framework.AllAddonsDeviceClass, 1); err != nil {
+			return ctx, err
+		}
 		return ctx, framework.StartTrainer(ctx, tb, log)
 	})
 	for _, a := range framework.Addons {

@@ -30,7 +30,13 @@ const trainerAPIVersion = "trainer.kubeflow.org/v1alpha1"
 // runtime reads testdata/story2-runtime.yaml into namespace ns, then edits it.
 func runtime(t *testing.T, ns string, edit func(spec map[string]any)) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "story2-runtime.yaml"))
+	return runtimeFrom(t, "story2-runtime.yaml", ns, edit)
+}
+
+// runtimeFrom reads the TrainingRuntime of testdata/file into namespace ns, then edits it.
+func runtimeFrom(t *testing.T, file, ns string, edit func(spec map[string]any)) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -26,10 +29,13 @@ type BarrierGroup struct {
 	Pods int32
 }
 
-// BarrierGroups are the start barriers of the JobSet: one for all its ReplicatedJobs (mode
-// JobSet, or Stage with a single stage), or one per stage of stages (Stages).
-func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []BarrierGroup {
-	if mode != contract.StartBarrierStage || len(stages) <= 1 {
+// BarrierGroups are the start barriers of the JobSet: one for all its ReplicatedJobs when it
+// runs in a single stage, else one per stage of stages (Stages), whatever the mode: the pods of
+// a later stage are not made (upstream dependsOn, startupPolicy InOrder) or not placed (the
+// sequencer's gate) until an earlier stage started, so a barrier across stages could never
+// open: on a staged JobSet, mode JobSet means what Stage means (StagedJobSetBarrier).
+func BarrierGroups(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []BarrierGroup {
+	if len(stages) <= 1 {
 		g := BarrierGroup{Name: contract.StartBarrierGroup(contract.StartBarrierJobSet, 0)}
 		for i := range js.Spec.ReplicatedJobs {
 			rj := &js.Spec.ReplicatedJobs[i]
@@ -49,6 +55,12 @@ func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages
 		groups = append(groups, g)
 	}
 	return groups
+}
+
+// StagedJobSetBarrier tells whether the JobSet asks for a barrier of mode JobSet while it runs
+// in more than one stage: each stage then gets a barrier of its own (BarrierGroups).
+func StagedJobSetBarrier(mode contract.StartBarrier, stages []contract.Stage) bool {
+	return mode == contract.StartBarrierJobSet && len(stages) > 1
 }
 
 // BarrierStatus is the status of the pod's barrier init container, or nil.
@@ -95,4 +107,18 @@ func NotAtBarrier(pods []*corev1.Pod, want int32, shown int) string {
 		parts = append(parts, fmt.Sprintf("%d pods not created yet", n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// BarrierRun is the run of the JobSet (contract.StartBarrierRun) from its Suspended condition,
+// as upstream JobSet writes it when it suspends and resumes; known is false while the JobSet is
+// suspended (no run).
+func BarrierRun(js *jobsetv1alpha2.JobSet) (run string, known bool) {
+	if ptr.Deref(js.Spec.Suspend, false) {
+		return "", false
+	}
+	c := apimeta.FindStatusCondition(js.Status.Conditions, string(jobsetv1alpha2.JobSetSuspended))
+	if c == nil {
+		return contract.StartBarrierRun(false, false, time.Time{}), true
+	}
+	return contract.StartBarrierRun(true, c.Status == metav1.ConditionTrue, c.LastTransitionTime.Time), true
 }

@@ -57,7 +57,7 @@ type Reconciler struct {
 	// changed holds the claims adopted or deleted that the cache shows as they were before: a
 	// reconcile before the cache catches up (on a sibling's event) would adopt or delete them
 	// again, a refused patch and a read, or a 404 and a second ResourceClaimsDeleted Event
-	// (make bench-scale: 1.0 patch, 1.0 get and 1.05 deletes per JobSet of 4 claims).
+	// (make bench ADDON=scale: 1.0 patch, 1.0 get and 1.05 deletes per JobSet of 4 claims).
 	changed *addon.Changed
 
 	// told holds, per Job (or claim), the Warnings told about it, and per JobSet the refusals

@@ -127,9 +127,9 @@ func snapshot(t *testing.T, scheme *runtime.Scheme, server client.Client, ns str
 }
 
 // TestStaleCacheWritesOnce: reconciles that run before the cache shows the claim adopted, then
-// deleted, adopt it once and delete it once (make bench-scale measured, per JobSet of 4 claims,
-// a second adopt refused by its test, a read, and a second delete answered 404 with a second
-// ResourceClaimsDeleted Event).
+// deleted, adopt it once and delete it once (make bench ADDON=scale measured, per JobSet of 4
+// claims, a second adopt refused by its test, a read, and a second delete answered 404 with a
+// second ResourceClaimsDeleted Event).
 func TestStaleCacheWritesOnce(t *testing.T) {
 	ctx := context.Background()
 	scheme := testScheme(t)

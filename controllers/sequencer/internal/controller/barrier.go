@@ -4,23 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -61,6 +59,9 @@ type BarrierReconciler struct {
 	toldAt map[types.UID]toldPod
 	// pruned is when toldAt last lost its old entries (pods that finished or went away).
 	pruned time.Time
+	// seen holds, on this process's clock, when it first saw each closed barrier with a pod
+	// waiting, and each barrier pod unschedulable.
+	seen firstSeen
 }
 
 type toldPod struct {
@@ -74,9 +75,10 @@ type writtenOpened struct {
 }
 
 // BarrierPodCache is a cache of the pods of JobSets with a start barrier only (the webhook's
-// scope label), each trimmed to what the reconciler reads: its labels, its barrier-state
-// annotation, its node, whether it has the barrier container, its phase and the barrier
-// container's status. It is a cache of its own: the manager's caches only gated pods, and
+// scope label), each trimmed to what the reconciler reads: its labels, its controller reference,
+// its barrier-state annotation, its node, whether it has the barrier container, its phase, the
+// state of its init containers up to the barrier (waiting reasons and messages cut short: what
+// keeps a pod from the barrier) and whether it is unschedulable. It is a cache of its own: the manager's caches only gated pods, and
 // one informer may have one label selector.
 func BarrierPodCache(mgr ctrl.Manager) (cache.Cache, error) {
 	by := addon.Trimmed(cache.ByObject{Label: labels.SelectorFromSet(labels.Set{contract.StartBarrierLabelKey: contract.EnabledValue})}, trimBarrierPod)
@@ -109,13 +111,19 @@ func trimBarrierPod(obj any) {
 	if hasState {
 		p.Annotations = map[string]string{contract.StartBarrierStateAnnotationKey: state}
 	}
+	p.ManagedFields = nil
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*ref}
+	} else {
+		p.OwnerReferences = nil
+	}
 	spec := corev1.PodSpec{NodeName: p.Spec.NodeName}
 	if sequence.HasBarrier(&p.Spec) {
 		spec.InitContainers = []corev1.Container{{Name: contract.StartBarrierContainerName}}
 	}
-	status := corev1.PodStatus{Phase: p.Status.Phase}
-	if s := jobsets.BarrierStatus(p); s != nil {
-		status.InitContainerStatuses = []corev1.ContainerStatus{*s}
+	status := corev1.PodStatus{Phase: p.Status.Phase, InitContainerStatuses: trimInitStatuses(p.Status.InitContainerStatuses)}
+	if c := unschedulable(p); c != nil {
+		status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: cut(c.Message, maxCachedMessage)}}
 	}
 	p.Spec, p.Status = spec, status
 }
@@ -133,6 +141,10 @@ func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache,
 		Named("start-barrier").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
 		WatchesRawSource(source.Kind(pods, client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
+		// A pod counts only once its Job is known: a Job seen after its pods looks again.
+		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
 }
@@ -140,7 +152,6 @@ func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache,
 // barrierPod is a pod of the current attempt in its barrier.
 type barrierPod struct {
 	pod     *corev1.Pod
-	since   time.Time
 	waiting bool
 }
 
@@ -158,72 +169,37 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			r.said.Forget(js.UID)
 		}
 		r.forgetWritten(req.NamespacedName)
+		r.seen.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	b, _, errs := sequence.ReadBarrier(js)
-	var stages []contract.Stage
-	if len(errs) == 0 {
-		stages, errs = sequence.Stages(js)
-	}
-	if len(errs) > 0 {
-		r.said.Warn(r.Recorder, js, nil, ReasonInvalid, actionSkip, "No start barrier is opened: %v", errs.ToAggregate())
+	b, stages, usable := r.readBarrier(js)
+	if !usable {
 		return ctrl.Result{}, nil
-	}
-	for i := range js.Spec.ReplicatedJobs {
-		if !sequence.HasBarrier(&js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec) {
-			r.said.Warn(r.Recorder, js, nil, ReasonNotAdmitted, actionSkip,
-				"The JobSet was created while the sequencer webhook was not running: its pods have no start barrier; re-create the JobSet")
-			return ctrl.Result{}, nil
-		}
 	}
 	opened, hadOpened := r.previousOpened(js)
-	if ptr.Deref(js.Spec.Suspend, false) {
+	run, running := jobsets.BarrierRun(js)
+	if !running {
 		// Suspending deletes the pods: those made on resume wait for each other again.
+		r.seen.forget(req.NamespacedName)
 		if hadOpened && len(opened.Groups) > 0 {
-			return ctrl.Result{}, r.patchOpened(ctx, js, contract.BarriersOpened{RestartAttempt: opened.RestartAttempt})
+			return ctrl.Result{}, r.patchOpened(ctx, js, contract.BarriersOpened{RestartAttempt: opened.RestartAttempt, Run: opened.Run})
 		}
 		return ctrl.Result{}, nil
 	}
-
-	var list corev1.PodList
-	if err := r.Pods.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
-		barrierErrors.WithLabelValues("list").Inc()
-		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	attempt, members, err := r.members(ctx, js, stages)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	attempt := js.Status.Restarts
-	for i := range list.Items {
-		if p := &list.Items[i]; p.Labels[contract.JobSetUIDLabelKey] == string(js.UID) {
-			attempt = max(attempt, jobsets.AttemptOf(p.Labels))
-		}
+	if !opened.For(attempt, run) {
+		// Another attempt's, or another run's: a suspend and resume this process did not see.
+		opened = contract.BarriersOpened{RestartAttempt: attempt, Run: &run}
 	}
-	if opened.RestartAttempt != attempt {
-		opened = contract.BarriersOpened{RestartAttempt: attempt}
-	}
-	groups := sequence.BarrierGroups(js, b.Mode, stages)
-	groupOf := map[string]int{}
-	for gi, g := range groups {
-		for _, name := range g.ReplicatedJobs {
-			groupOf[name] = gi
-		}
-	}
-	members := make([][]barrierPod, len(groups))
-	for i := range list.Items {
-		p := &list.Items[i]
-		gi, known := groupOf[p.Labels[contract.ReplicatedJobNameLabelKey]]
-		if !known || p.DeletionTimestamp != nil || p.Labels[contract.JobSetUIDLabelKey] != string(js.UID) ||
-			jobsets.AttemptOf(p.Labels) != attempt || jobsets.PodFinished(p) || !sequence.HasBarrier(&p.Spec) {
-			continue
-		}
-		since, waiting := jobsets.AtBarrier(p)
-		members[gi] = append(members[gi], barrierPod{pod: p, since: since, waiting: waiting})
-	}
-
 	now := r.Clock.Now()
 	var requeue time.Duration
 	var errList []error
-	for gi, g := range groups {
-		after, err := r.reconcileGroup(ctx, js, b, g, members[gi], &opened, attempt, now)
-		again, nudgeErr := r.nudge(ctx, members[gi], now)
+	for _, m := range members {
+		after, err := r.reconcileGroup(ctx, js, b, m.group, m.pods, &opened, attempt, run, now)
+		again, nudgeErr := r.nudge(ctx, m.pods, now)
 		errList = append(errList, err, nudgeErr)
 		for _, d := range []time.Duration{after, again} {
 			if d > 0 && (requeue == 0 || d < requeue) {
@@ -237,52 +213,106 @@ func (r *BarrierReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// reconcileGroup does what one barrier needs, and says when to look again.
+// readBarrier reads the JobSet's barrier and stages, and whether the barrier can be acted on:
+// it parses, and the webhook put the barrier in every pod template (else it warns, once).
+func (r *BarrierReconciler) readBarrier(js *jobsetv1alpha2.JobSet) (sequence.Barrier, []contract.Stage, bool) {
+	b, _, errs := sequence.ReadBarrier(js)
+	var stages []contract.Stage
+	if len(errs) == 0 {
+		stages, errs = sequence.Stages(js)
+	}
+	if len(errs) > 0 {
+		r.said.Warn(r.Recorder, js, nil, ReasonInvalid, actionSkip, "No start barrier is opened: %v", errs.ToAggregate())
+		return b, nil, false
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		if !sequence.HasBarrier(&js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec) {
+			r.said.Warn(r.Recorder, js, nil, ReasonNotAdmitted, actionSkip,
+				"The JobSet was created while the sequencer webhook was not running: its pods have no start barrier; re-create the JobSet")
+			return b, nil, false
+		}
+	}
+	return b, stages, true
+}
+
+// groupPods is a barrier and its pods.
+type groupPods struct {
+	group jobsets.BarrierGroup
+	pods  []barrierPod
+}
+
+// members are the JobSet's barriers with the pods of each in the current attempt. A pod counts
+// only through its Job (jobsets.Members): its controller a Job that the JobSet's controller made;
+// its ReplicatedJob and attempt are the Job's. The attempt is the JobSet's status.restarts, or a
+// later one of those Jobs. A pod that anyone else made, whatever its labels, counts for nothing.
+func (r *BarrierReconciler) members(ctx context.Context, js *jobsetv1alpha2.JobSet, stages []contract.Stage) (int32, []groupPods, error) {
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		barrierErrors.WithLabelValues("list").Inc()
+		return 0, nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	var list corev1.PodList
+	if err := r.Pods.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
+		barrierErrors.WithLabelValues("list").Inc()
+		return 0, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	of := jobsets.MembersOf(js, jobs.Items)
+	attempt := of.Attempt(js)
+	groups := sequence.BarrierGroups(js, stages)
+	groupOf := map[string]int{}
+	out := make([]groupPods, len(groups))
+	for gi, g := range groups {
+		out[gi].group = g
+		for _, name := range g.ReplicatedJobs {
+			groupOf[name] = gi
+		}
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		rj, a, member := of.PodOf(p)
+		gi, known := groupOf[rj]
+		if !member || !known || a != attempt || p.DeletionTimestamp != nil || jobsets.PodFinished(p) || !sequence.HasBarrier(&p.Spec) {
+			continue
+		}
+		_, waiting := jobsets.AtBarrier(p)
+		out[gi].pods = append(out[gi].pods, barrierPod{pod: p, waiting: waiting})
+	}
+	return attempt, out, nil
+}
+
+// reconcileGroup does what one barrier needs, and says when to look again. How long the barrier
+// waited counts on this process's clock, from when it first saw a pod of it waiting (r.seen),
+// never from the nodes' clocks.
 func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b sequence.Barrier, g jobsets.BarrierGroup,
-	pods []barrierPod, opened *contract.BarriersOpened, attempt int32, now time.Time) (time.Duration, error) {
+	pods []barrierPod, opened *contract.BarriersOpened, attempt int32, run string, now time.Time) (time.Duration, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("barrier", g.Name, "attempt", attempt)
+	groupKey := fmt.Sprintf("%s/%d/%s/%s", js.UID, attempt, run, g.Name)
 	if opened.Has(g.Name) { // a pod that came after the opening, or one not told yet
+		r.seen.drop(client.ObjectKeyFromObject(js), groupKey)
 		return 0, r.tell(ctx, pods, openState)
 	}
+	blockedAfter := r.blocked(ctx, js, g, pods, attempt, now)
 	var waiting []barrierPod
-	var first time.Time
 	for _, p := range pods {
 		if p.waiting {
 			waiting = append(waiting, p)
-			if first.IsZero() || p.since.Before(first) {
-				first = p.since
-			}
 		}
 	}
 	if len(waiting) == 0 {
-		return 0, nil
+		return blockedAfter, nil
 	}
-	if int32(len(waiting)) >= g.Pods {
-		// The record first: a crash after it loses nothing (the next reconcile tells the rest),
-		// where a crash after telling some pods would leave them out of the count.
-		next := opened.With(g.Name)
-		if err := r.patchOpened(ctx, js, next); err != nil {
-			return 0, err
-		}
-		*opened = next
-		if err := r.tell(ctx, pods, openState); err != nil {
-			return 0, err
-		}
-		waited := now.Sub(first)
-		barrierWait.Observe(waited.Seconds())
-		barriersOpened.Inc()
-		log.Info("Opened a start barrier", "pods", len(waiting), "firstWaited", waited)
-		addon.Tell(r.Recorder, js, nil, corev1.EventTypeNormal, ReasonBarrierOpened, actionOpen,
-			"Opened start barrier %s (restart attempt %d): %d pods, the first waited %v", g.Name, attempt, len(waiting), waited.Round(time.Second))
-		return 0, nil
-	}
+	first := r.seen.since(client.ObjectKeyFromObject(js), groupKey, now)
 	waited := now.Sub(first)
+	if int32(len(waiting)) >= g.Pods {
+		r.seen.drop(client.ObjectKeyFromObject(js), groupKey)
+		return 0, r.open(ctx, js, g, pods, opened, len(waiting), waited, attempt)
+	}
 	all := make([]*corev1.Pod, len(pods))
 	for i := range pods {
 		all[i] = pods[i].pod
 	}
 	missing := jobsets.NotAtBarrier(all, g.Pods, 10)
-	key := fmt.Sprintf("%d/%s", attempt, g.Name)
+	key := fmt.Sprintf("%d/%s/%s", attempt, run, g.Name)
 	if waited >= b.Timeout {
 		reason := fmt.Sprintf("%stimed out after %v (restart attempt %d, barrier %s): %d of %d pods not at the barrier: %s",
 			contract.StartBarrierFailedPrefix, b.Timeout, attempt, g.Name, int(g.Pods)-len(waiting), g.Pods, missing)
@@ -298,16 +328,46 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 		}
 		return 0, nil
 	}
+	next := soonest(blockedAfter, b.Timeout-waited)
 	warnAfter := WarnAfter(b.Timeout)
 	if waited < warnAfter {
-		return warnAfter - waited, nil
+		return soonest(next, warnAfter-waited), nil
 	}
 	if r.said.Once(js.UID, "waiting/"+key) {
 		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonBarrierWaiting, actionWait,
 			"Start barrier %s (restart attempt %d): %d of %d pods wait, the first for %v; not there yet: %s",
 			g.Name, attempt, len(waiting), g.Pods, waited.Round(time.Second), missing)
 	}
-	return b.Timeout - waited, nil
+	return next, nil
+}
+
+// open opens the barrier: it records the opening on the JobSet, then tells every pod. The
+// record first: a crash after it loses nothing (the next reconcile tells the rest), where a crash
+// after telling some pods would leave them out of the count.
+func (r *BarrierReconciler) open(ctx context.Context, js *jobsetv1alpha2.JobSet, g jobsets.BarrierGroup, pods []barrierPod,
+	opened *contract.BarriersOpened, waiting int, waited time.Duration, attempt int32) error {
+	next := opened.With(g.Name)
+	if err := r.patchOpened(ctx, js, next); err != nil {
+		return err
+	}
+	*opened = next
+	if err := r.tell(ctx, pods, openState); err != nil {
+		return err
+	}
+	barrierWait.Observe(waited.Seconds())
+	barriersOpened.Inc()
+	ctrl.LoggerFrom(ctx).Info("Opened a start barrier", "barrier", g.Name, "attempt", attempt, "pods", waiting, "firstWaited", waited)
+	addon.Tell(r.Recorder, js, nil, corev1.EventTypeNormal, ReasonBarrierOpened, actionOpen,
+		"Opened start barrier %s (restart attempt %d): %d pods, the first waited %v", g.Name, attempt, waiting, waited.Round(time.Second))
+	return nil
+}
+
+// soonest is the shorter of two positive durations (0: none).
+func soonest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // WarnAfter is how long a barrier's first pod waits before the StartBarrierWaiting Event: half
@@ -315,173 +375,3 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 func WarnAfter(timeout time.Duration) time.Duration { return min(timeout/2, time.Minute) }
 
 const openState = contract.StartBarrierOpen
-
-// NudgeAfter is how long a pod told (open or failed) may still wait at its barrier before it is
-// told again; each further time waits twice as long, at most MaxNudgeAfter.
-const (
-	NudgeAfter    = 5 * time.Second
-	MaxNudgeAfter = time.Minute
-)
-
-// nudge tells again each pod whose barrier-state was written (open or failed) and whose barrier
-// container still runs NudgeAfter after it was told (then 2x, 4x, ... up to MaxNudgeAfter), and
-// says when to look next. The annotation it writes, StartBarrierNudgeAnnotationKey (the time),
-// changes nothing but the pod: the kubelet, told of an update, rewrites the pod's downwardAPI
-// files, and a rewrite that it lost, or a barrier-state patch lost before it, is done again.
-// A pod told by an earlier process is counted from the first time this one sees it.
-func (r *BarrierReconciler) nudge(ctx context.Context, pods []barrierPod, now time.Time) (time.Duration, error) {
-	var todo []*corev1.Pod
-	var next time.Duration
-	later := func(d time.Duration) {
-		if next == 0 || d < next {
-			next = d
-		}
-	}
-	r.mu.Lock()
-	if r.toldAt == nil {
-		r.toldAt = map[types.UID]toldPod{}
-	}
-	if now.Sub(r.pruned) > 10*MaxNudgeAfter {
-		// A pod seen again after its entry went is counted from then: one nudge later at most.
-		maps.DeleteFunc(r.toldAt, func(_ types.UID, t toldPod) bool { return now.Sub(t.at) > 10*MaxNudgeAfter })
-		r.pruned = now
-	}
-	for _, bp := range pods {
-		p := bp.pod
-		s := jobsets.BarrierStatus(p)
-		if p.Annotations[contract.StartBarrierStateAnnotationKey] == "" || s == nil || s.State.Running == nil {
-			delete(r.toldAt, p.UID)
-			continue
-		}
-		told, ok := r.toldAt[p.UID]
-		if !ok {
-			told = toldPod{at: now}
-			r.toldAt[p.UID] = told
-		}
-		wait := NudgeAfter << min(told.nudges, 4)
-		if due := told.at.Add(min(wait, MaxNudgeAfter)); now.Before(due) {
-			later(due.Sub(now))
-			continue
-		}
-		todo = append(todo, p)
-		r.toldAt[p.UID] = toldPod{at: now, nudges: told.nudges + 1}
-		later(min(wait*2, MaxNudgeAfter))
-	}
-	r.mu.Unlock()
-	if len(todo) == 0 {
-		return next, nil
-	}
-	names := make([]string, len(todo))
-	for i, p := range todo {
-		names[i] = p.Name
-	}
-	ctrl.LoggerFrom(ctx).Info("Telling pods again that still wait at their start barrier", "pods", names)
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`,
-		contract.StartBarrierNudgeAnnotationKey, now.UTC().Format(time.RFC3339Nano)))
-	return next, patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), barrierErrors.WithLabelValues("patch-pod"), barrierPodsNudged)
-}
-
-// tell writes state into the barrier-state annotation of every pod that does not hold it yet,
-// r.Workers at a time: one merge patch per pod, the least the kubelet can learn it from.
-func (r *BarrierReconciler) tell(ctx context.Context, pods []barrierPod, state string) error {
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.StartBarrierStateAnnotationKey, state))
-	var todo []*corev1.Pod
-	for _, p := range pods {
-		if p.pod.Annotations[contract.StartBarrierStateAnnotationKey] != state && !r.tracker().Pending(p.pod) {
-			todo = append(todo, p.pod)
-		}
-	}
-	err := patchPods(ctx, r.Client, r.Workers, todo, patch, r.tracker(), barrierErrors.WithLabelValues("patch-pod"), barrierPodsTold)
-	if len(todo) > 0 {
-		ctrl.LoggerFrom(ctx).V(2).Info("Told barrier pods", "count", len(todo), "state", state)
-	}
-	return err
-}
-
-// previousOpened is the JobSet's opened annotation, or what this process wrote last if the cache
-// does not show it yet, and whether it has any.
-func (r *BarrierReconciler) previousOpened(js *jobsetv1alpha2.JobSet) (contract.BarriersOpened, bool) {
-	prev, ok := contract.BarriersOpened{RestartAttempt: -1}, false
-	if value, found := js.Annotations[contract.StartBarrierOpenedAnnotationKey]; found {
-		if parsed, errs := contract.ParseBarriersOpened(value, contract.JobSetAnnotationPath(contract.StartBarrierOpenedAnnotationKey)); len(errs) == 0 {
-			prev, ok = parsed, true
-		}
-	}
-	r.mu.Lock()
-	w, wrote := r.written[client.ObjectKeyFromObject(js)]
-	r.mu.Unlock()
-	if wrote && w.uid == js.UID && (w.opened.RestartAttempt > prev.RestartAttempt ||
-		(w.opened.RestartAttempt == prev.RestartAttempt && len(w.opened.Groups) > len(prev.Groups))) {
-		prev, ok = w.opened, true
-	}
-	return prev, ok
-}
-
-// patchOpened writes the opened annotation, and only it.
-func (r *BarrierReconciler) patchOpened(ctx context.Context, js *jobsetv1alpha2.JobSet, opened contract.BarriersOpened) error {
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.StartBarrierOpenedAnnotationKey, opened.String()))
-	if err := r.Client.Patch(ctx, js.DeepCopy(), patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		barrierErrors.WithLabelValues("patch-jobset").Inc()
-		return fmt.Errorf("recording the opened start barriers: %w", err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.written == nil {
-		r.written = map[types.NamespacedName]writtenOpened{}
-	}
-	r.written[client.ObjectKeyFromObject(js)] = writtenOpened{uid: js.UID, opened: opened}
-	return nil
-}
-
-func (r *BarrierReconciler) forgetWritten(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.written, key)
-}
-
-func (r *BarrierReconciler) tracker() *addon.Changed {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.told == nil {
-		r.told = &addon.Changed{TTL: addon.MadeTTL, Clock: r.Clock}
-	}
-	return r.told
-}
-
-// patchPods applies patch to each pod, workers at a time, records each patched pod (as the cache
-// showed it) in tracker, and counts each pod's result in failed or done and in the objects
-// metric (a pod gone is no error).
-func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1.Pod, patch client.Patch, tracker *addon.Changed, failed, done prometheus.Counter) error {
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, max(workers, 1))
-	var wg sync.WaitGroup
-	for _, p := range pods {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			before := metav1.ObjectMeta{UID: p.UID, ResourceVersion: p.ResourceVersion} // the patch answers into p
-			err := c.Patch(ctx, p, patch)
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			if err != nil {
-				failed.Inc()
-				addon.CountObject("Pod", addon.ActionFailed, 1)
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("patching pod %s: %w", p.Name, err))
-				mu.Unlock()
-				return
-			}
-			done.Inc()
-			addon.CountObject("Pod", addon.ActionUpdated, 1)
-			tracker.Wrote(&before)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}

@@ -29,6 +29,13 @@ const (
 	// ReasonBarrierTimedOut: a start barrier was not opened within its timeout: its waiting pods
 	// were failed, with the missing pods' names in their termination message.
 	ReasonBarrierTimedOut = "StartBarrierTimedOut"
+	// ReasonBarrierBlocked: a start barrier cannot open because a pod of it is stuck before it:
+	// an init container (the barrier's too) waits for a cause that does not pass by itself
+	// (StuckReasons: a bad image, a missing Secret or ConfigMap, a securityContext the kubelet
+	// refuses, a crash loop), or the pod has been unschedulable for UnschedulableAfter. The
+	// message names the pod, the container and the cause. Told once per barrier, attempt,
+	// container and reason.
+	ReasonBarrierBlocked = "StartBarrierBlocked"
 )
 
 // Event actions (events.k8s.io/v1 "action").

@@ -136,6 +136,10 @@ var (
 		Name: "jobset_addons_sequencer_start_barrier_timeouts_total",
 		Help: "Start barriers that timed out (their waiting pods failed).",
 	})
+	barrierBlocked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_sequencer_start_barrier_blocked_total",
+		Help: "Start barriers told blocked (StartBarrierBlocked: a pod stuck before the barrier), by the cause's reason (a container's waiting reason, or Unschedulable).",
+	}, []string{"reason"})
 	barrierPodsTold = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "jobset_addons_sequencer_start_barrier_pods_told_total",
 		Help: "Pods whose barrier-state annotation was written (open or failed).",
@@ -157,9 +161,12 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(replicatedJobsReleased, podsReleased, reconcileErrors, handoff, reconcileDuration,
-		barrierWait, barriersOpened, barrierTimeouts, barrierPodsTold, barrierPodsNudged, barrierErrors, barrierReconcileDuration)
+		barrierWait, barriersOpened, barrierTimeouts, barrierBlocked, barrierPodsTold, barrierPodsNudged, barrierErrors, barrierReconcileDuration)
 	for _, s := range []contract.DependencyStatus{contract.DependencyComplete, contract.DependencyReady} {
 		handoff.WithLabelValues(string(s))
 		replicatedJobsReleased.WithLabelValues(string(s))
+	}
+	for _, reason := range append(StuckReasons, UnschedulableReason) {
+		barrierBlocked.WithLabelValues(reason)
 	}
 }

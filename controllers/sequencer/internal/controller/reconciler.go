@@ -48,7 +48,7 @@ type Reconciler struct {
 	// released holds the pods released (written, the cache is behind) that the cache shows
 	// still at the resourceVersion they were released from, so that a reconcile that runs
 	// before the cache shows a release does not patch them again: on a starved apiserver the
-	// cache showed a release more than 6 s after its patch was answered (make bench-scale).
+	// cache showed a release more than 6 s after its patch was answered (make bench ADDON=scale).
 	released *addon.Changed
 	// warned holds the reason of the last Warning told per JobSet, so that one is told once.
 	warned addon.Told
@@ -268,8 +268,8 @@ func (r *Reconciler) patchReleased(ctx context.Context, js *jobsetv1alpha2.JobSe
 // gateRemoval removes the sequencer's gate, and only it, from a pod (strategic merge patch on
 // spec.schedulingGates, whose merge key is name), and in the same patch its gated label: the
 // controller caches only the pods with that label, and a released pod, which it never needs
-// again, leaves its cache (make bench-scale: the finished pods of 250 sequenced JobSets, still
-// labelled, were the largest part of its memory).
+// again, leaves its cache (make bench ADDON=scale: the finished pods of 250 sequenced JobSets,
+// still labelled, were the largest part of its memory).
 var gateRemoval = client.RawPatch(contract.SequencerReleasePatchType, contract.SequencerReleasePatch)
 
 // releasePods removes the gate from the gated pods of the released ReplicatedJobs of the

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -52,66 +51,8 @@ func ReadBarrier(js *jobsetv1alpha2.JobSet) (b Barrier, ok bool, errs field.Erro
 }
 
 // BarrierGroups are the barriers of the JobSet (jobsets.BarrierGroups).
-func BarrierGroups(js *jobsetv1alpha2.JobSet, mode contract.StartBarrier, stages []contract.Stage) []jobsets.BarrierGroup {
-	return jobsets.BarrierGroups(js, mode, stages)
-}
-
-// BarrierContainer is the init container the webhook appends, image the barrier's.
-func BarrierContainer(image string, timeout time.Duration) corev1.Container {
-	return corev1.Container{
-		Name:  contract.StartBarrierContainerName,
-		Image: image,
-		Args: []string{
-			"--state-file=" + BarrierMountPath + "/" + BarrierStateFile,
-			"--deadline=" + (timeout + contract.StartBarrierGrace).String(),
-		},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
-		},
-		VolumeMounts:             []corev1.VolumeMount{{Name: contract.StartBarrierContainerName, MountPath: BarrierMountPath, ReadOnly: true}},
-		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-	}
-}
-
-// BarrierVolume is the downwardAPI volume of the pod's barrier-state annotation.
-func BarrierVolume() corev1.Volume {
-	return corev1.Volume{Name: contract.StartBarrierContainerName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-		Items: []corev1.DownwardAPIVolumeFile{{
-			Path:     BarrierStateFile,
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + contract.StartBarrierStateAnnotationKey + "']"},
-		}},
-		DefaultMode: ptr.To[int32](0o444),
-	}}}
-}
-
-// InjectBarrier appends the barrier init container after the user's init containers, its
-// volume and the scope label to every pod template of the JobSet. A template that already has
-// a container or volume of the barrier's name is left as it is (a re-admission; a clash is
-// for ValidateBarrier to refuse).
-func InjectBarrier(js *jobsetv1alpha2.JobSet, image string, timeout time.Duration) {
-	for i := range js.Spec.ReplicatedJobs {
-		pt := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
-		if pt.Labels == nil {
-			pt.Labels = map[string]string{}
-		}
-		pt.Labels[contract.StartBarrierLabelKey] = contract.EnabledValue
-		if containerIndex(pt.Spec.InitContainers) < 0 && containerIndex(pt.Spec.Containers) < 0 {
-			pt.Spec.InitContainers = append(pt.Spec.InitContainers, BarrierContainer(image, timeout))
-		}
-		if volumeIndex(pt.Spec.Volumes) < 0 {
-			pt.Spec.Volumes = append(pt.Spec.Volumes, BarrierVolume())
-		}
-	}
+func BarrierGroups(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []jobsets.BarrierGroup {
+	return jobsets.BarrierGroups(js, stages)
 }
 
 // HasBarrier tells whether a pod spec has the barrier init container.
@@ -126,7 +67,7 @@ func ValidateBarrier(js *jobsetv1alpha2.JobSet) field.ErrorList {
 	if !ok {
 		return nil
 	}
-	want := BarrierContainer("", b.Timeout)
+	want := comparable(BarrierContainer(BarrierSettings{}, b.Timeout))
 	rjPath := field.NewPath("spec", "replicatedJobs")
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
@@ -147,9 +88,7 @@ func ValidateBarrier(js *jobsetv1alpha2.JobSet) field.ErrorList {
 		}
 		k := containerIndex(spec.InitContainers)
 		if k >= 0 {
-			got := spec.InitContainers[k]
-			got.Image = ""
-			if !equality.Semantic.DeepEqual(got, want) {
+			if !equality.Semantic.DeepEqual(comparable(spec.InitContainers[k]), want) {
 				errs = append(errs, clash(podPath.Child("initContainers").Index(k).Child("name"), "init container"))
 			} else if k != len(spec.InitContainers)-1 {
 				errs = append(errs, field.Invalid(podPath.Child("initContainers").Index(k).Child("name"), contract.StartBarrierContainerName,

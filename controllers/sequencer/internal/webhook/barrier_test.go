@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -20,10 +21,13 @@ const (
 	podSpec0    = "spec.replicatedJobs[0].template.spec.template.spec"
 )
 
+// testBarrier is the barrier container's settings in these tests.
+var testBarrier = sequence.BarrierSettings{Image: "example.com/barrier:v1", Resources: sequence.DefaultBarrierResources()}
+
 // admitted is js as the webhooks see it: defaulted, then validated.
 func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) field.ErrorList {
 	t.Helper()
-	if err := (&JobSetWebhook{BarrierImage: "example.com/barrier:v1"}).Default(context.Background(), js); err != nil {
+	if err := (&JobSetWebhook{Barrier: testBarrier}).Default(context.Background(), js); err != nil {
 		t.Fatal(err)
 	}
 	return ValidateCreate(js)

@@ -6,6 +6,9 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,16 +23,26 @@ import (
 )
 
 // Register serves the two webhooks on mgr's webhook server (at addon.MutateJobSetPath and
-// addon.ValidateJobSetPath). The manager's scheme must know the JobSet types.
-func Register(mgr ctrl.Manager, barrierImage string) error {
-	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, &JobSetWebhook{BarrierImage: barrierImage})
+// addon.ValidateJobSetPath). The manager's scheme must know the JobSet types. The dry runs of
+// barrier pods go through a client of their own, with a rate limit of their own (qps, burst),
+// so that admission never waits behind the reconciler's API calls.
+func Register(mgr ctrl.Manager, barrier sequence.BarrierSettings, qps float32, burst int) error {
+	c, err := addon.NewDryRunClient(mgr, qps, burst)
+	if err != nil {
+		return err
+	}
+	hook := &JobSetWebhook{Barrier: barrier, DryRun: &addon.DryRunner{Client: c, Name: "sequencer", Remember: DryRunRemember}}
+	return addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, hook)
 }
 
-// JobSetWebhook gates and validates JobSets that use the sequencer annotations. It makes no API
-// calls: everything it needs is in the JobSet.
+// JobSetWebhook gates and validates JobSets that use the sequencer annotations. Its only API
+// calls are the dry runs of DryRun, for JobSets with a start barrier.
 type JobSetWebhook struct {
-	// BarrierImage is the image of the start barrier's init container.
-	BarrierImage string
+	// Barrier is the start barrier's init container: its image and resources.
+	Barrier sequence.BarrierSettings
+	// DryRun, when set, has the API server judge a pod of each pod template that gets the
+	// start barrier's init container (barrierDryRuns).
+	DryRun *addon.DryRunner
 }
 
 var (
@@ -45,7 +58,7 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 		return nil
 	}
 	if b, ok, errs := sequence.ReadBarrier(js); ok && len(errs) == 0 {
-		sequence.InjectBarrier(js, w.BarrierImage, b.Timeout)
+		sequence.InjectBarrier(js, w.Barrier, b.Timeout)
 	}
 	if !sequence.Sequences(js) {
 		return nil
@@ -59,17 +72,40 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
-// in one response, and warns of Kueue's waitForPodsReady when a JobSet Kueue queues has stages
-// that wait for a predecessor to complete (kueueWarnings).
-func (w *JobSetWebhook) ValidateCreate(_ context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
+// in one response, and a JobSet with a start barrier whose pods the API server refuses for good
+// (barrierDryRuns); it warns of barrier pods refused for a reason that may change (quota,
+// LimitRange, Pod Security), and of Kueue's waitForPodsReady when a JobSet Kueue queues has
+// stages that wait for a predecessor to complete (kueueWarnings).
+func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	if errs := ValidateCreate(js); len(errs) > 0 {
 		return nil, jobsets.Invalid(js, errs)
 	}
 	if !sequence.Uses(js) {
 		return nil, nil
 	}
+	refused, warnings := w.DryRun.Check(ctx, barrierDryRuns(js))
+	if len(refused) > 0 {
+		return warnings, jobsets.Invalid(js, refused)
+	}
 	stages, _ := sequence.Stages(js)
-	return kueueWarnings(js, stages), nil
+	return slices.Concat(warnings, kueueWarnings(js, stages), stagedBarrierWarnings(js, stages)), nil
+}
+
+// stagedBarrierWarnings warns, of a JobSet that asks for a start barrier of mode JobSet and runs
+// in more than one stage, that it gets a barrier per stage: a barrier across stages could never
+// open (the later stages' pods are not made, or not placed, until an earlier stage started).
+func stagedBarrierWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) admission.Warnings {
+	b, ok, errs := sequence.ReadBarrier(js)
+	if !ok || len(errs) > 0 || !jobsets.StagedJobSetBarrier(b.Mode, stages) {
+		return nil
+	}
+	names := make([]string, len(stages))
+	for i, s := range stages {
+		names[i] = "[" + strings.Join(s.ReplicatedJobs, ", ") + "]"
+	}
+	return admission.Warnings{fmt.Sprintf("%s: %s on a JobSet that runs in %d stages (%s) makes a barrier per stage, as %s does: "+
+		"the pods of a stage wait for each other; a barrier across stages could never open, since a later stage's pods are made only after an earlier stage started",
+		contract.JobSetAnnotationPath(contract.StartBarrierAnnotationKey), contract.StartBarrierJobSet, len(stages), strings.Join(names, " then "), contract.StartBarrierStage)}
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.

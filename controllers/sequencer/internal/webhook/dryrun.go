@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// DryRunRemember is how long the JobSet webhook takes a barrier pod template the API server
+// accepted in a dry run for accepted, in its namespace: JobSets made from one template in a
+// burst are checked once.
+const DryRunRemember = 10 * time.Second
+
+// dryRunPodPrefix is the generateName of the pods the webhook dry-runs.
+const dryRunPodPrefix = "jobset-addons-dry-run-"
+
+// barrierDryRuns are the pods for the API server to check, one per distinct pod template that
+// has the start barrier's init container (as admitted, after InjectBarrier): the pod as the Job
+// would make it from the template, in the JobSet's namespace, with a generated name. A JobSet
+// that another controller manages (spec.managedBy) makes no pods here: none.
+//
+// The pod carries none of the add-ons' own labels (domain jobset-addons.io), which scope their
+// pod webhooks to the pods of a Job (volumeclaims' per-pod volumes need a completion index),
+// nor JobSet's and the Job's, which scope theirs: a dry run is judged by the API server's own
+// rules, the namespace's quota, LimitRanges and Pod Security, and other webhooks on every pod.
+func barrierDryRuns(js *jobsetv1alpha2.JobSet) []addon.DryRun {
+	if !sequence.UsesBarrier(js) || contract.ManagedElsewhere(js.Spec.ManagedBy) {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []addon.DryRun
+	for i := range js.Spec.ReplicatedJobs {
+		pt := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+		if !sequence.HasBarrier(&pt.Spec) {
+			continue
+		}
+		labels := withoutAddonKeys(pt.Labels)
+		annotations := withoutAddonKeys(pt.Annotations)
+		key := addon.TemplateKey(js.Namespace, labels, annotations, pt.Spec)
+		if key != "" && seen[key] {
+			continue
+		}
+		seen[key] = true
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: dryRunPodPrefix, Namespace: js.Namespace, Labels: labels, Annotations: annotations},
+			Spec:       *pt.Spec.DeepCopy(),
+		}
+		path := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template")
+		out = append(out, addon.DryRun{
+			Path:   path,
+			What:   "a pod with the start barrier's init container " + contract.StartBarrierContainerName,
+			Object: pod,
+			Key:    key,
+		})
+	}
+	return out
+}
+
+// withoutAddonKeys is m without the keys of the add-ons' domain; nil when nothing is left.
+func withoutAddonKeys(m map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		prefix, _, found := strings.Cut(k, "/")
+		if found && (prefix == contract.Domain || strings.HasSuffix(prefix, "."+contract.Domain)) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}

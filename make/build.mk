@@ -1,0 +1,52 @@
+# Our own code: the modules, the binaries, and the checks that need no cluster (make verify).
+CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
+# Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
+# they pin other Kubernetes versions).
+MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
+	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
+	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
+
+.PHONY: build
+CONTROLLER_BINS := $(addprefix $(BIN)/,$(CONTROLLERS))
+build: $(CONTROLLER_BINS) $(BIN)/kubectl-jobset_addons ## try: Build the four controllers and the kubectl plugin into bin/
+
+$(CONTROLLER_BINS): $(BIN)/%: FORCE
+	cd controllers/$* && go build -trimpath -o $@ .
+
+# The kubectl plugin: `kubectl jobset-addons status JOBSET` once bin/ is on PATH.
+$(BIN)/kubectl-jobset_addons: FORCE
+	cd cmd/kubectl-jobset-addons && go build -trimpath -o $@ .
+
+.PHONY: FORCE
+FORCE:
+
+.PHONY: docs
+docs: ## test: Write docs/reference.md (the annotation reference) from pkg/contract
+	cd pkg/contract && GOWORK=off go run ./internal/docgen $(ROOT)/docs/reference.md
+
+.PHONY: docs-lint
+docs-lint: ## test: Check the docs: links, anchors, `make` commands, the knobs table, no history
+	@hack/docs-lint.sh
+
+.PHONY: verify
+verify: ## test: gofmt, go vet, go mod tidy, every module builds alone, docs, govulncheck
+	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	@for m in $(MODULES) $(TOOL_MODULES); do \
+		cp $$m/go.mod $$m/go.mod.orig; cp $$m/go.sum $$m/go.sum.orig; \
+		(cd $$m && GOWORK=off go mod tidy) || exit 1; \
+		if ! cmp -s $$m/go.mod $$m/go.mod.orig || ! cmp -s $$m/go.sum $$m/go.sum.orig; then \
+			diff -u $$m/go.mod.orig $$m/go.mod; mv $$m/go.mod.orig $$m/go.mod; mv $$m/go.sum.orig $$m/go.sum; \
+			echo "go mod tidy changes $$m"; exit 1; fi; \
+		rm $$m/go.mod.orig $$m/go.sum.orig; \
+	done
+	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
+	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
+	@hack/docs-lint.sh
+	@$(MAKE) --no-print-directory vulncheck
+	@echo "verify: ok"
+
+.PHONY: vulncheck
+vulncheck: $(GOVULNCHECK) ## tools: govulncheck every module (GOVULNDB), and prove a fake entry fails it
+	@hack/vulncheck.sh $(GOVULNCHECK) $(MODULES)
+	@hack/vulncheck-selftest.sh $(GOVULNCHECK)

@@ -1,0 +1,51 @@
+# Versions of everything the testbed, the checks and the releases build from Go modules
+# (make/tools.mk builds them into bin/<name>-<version>/, rebuilt only when the version changes).
+# A version is bumped here and in its wrapper module tools/<tool>/go.mod.
+KUBE_VERSION   := v1.37.2
+ETCD_VERSION   := v3.6.6
+KWOK_VERSION   := v0.8.0
+JOBSET_VERSION := v0.12.0
+HELM_VERSION   := v4.3.0
+VOLCANO_VERSION      := v1.10.0
+# scheduler-plugins' coscheduling scheduler of bin/testbed: tools/schedplugins pins
+# SCHEDPLUGINS_DEFAULT (v0.34.7: built on Kubernetes 1.34, it allocates DRA claims through
+# resource.k8s.io/v1), tools/schedplugins-v0.33.5 the older one (NEIGHBOURS=old, or
+# SCHEDPLUGINS_VERSION=v0.33.5).
+SCHEDPLUGINS_DEFAULT := v0.34.7
+SCHEDPLUGINS_OLD     := v0.33.5
+VULN_VERSION         := v1.9.0
+KIND_VERSION         := v0.33.0
+# Prometheus and promtool (make e2e SUITE=observability, make unit's promtool test rules):
+# module v0.316.0 is Prometheus 3.16.0.
+PROMETHEUS_VERSION   := v0.316.0
+PROMETHEUS_OPERATOR_VERSION := v0.94.0
+KO_VERSION           := v0.18.0
+CONTAINERD_VERSION   := v2.3.4
+CRICTL_VERSION       := v1.37.0
+# The neighbours (make e2e SUITE=kueue,trainer,upstream): the newest by default; NEIGHBOURS=old
+# picks the older ones of the compatibility matrix (docs/compatibility.md), or KUEUE_VERSION=...
+# / TRAINER_VERSION=... one of them. tools/<tool> pins the newest, tools/<tool>-<version> each
+# older one.
+KUEUE_NEWEST   := v0.19.2
+TRAINER_NEWEST := v2.3.0
+KUEUE_OLD      := v0.17.0
+TRAINER_OLD    := v2.1.0
+NEIGHBOURS     ?= new
+SCHEDPLUGINS_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(SCHEDPLUGINS_OLD),$(SCHEDPLUGINS_DEFAULT))
+KUEUE_VERSION   := $(if $(filter old,$(NEIGHBOURS)),$(KUEUE_OLD),$(KUEUE_NEWEST))
+TRAINER_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(TRAINER_OLD),$(TRAINER_NEWEST))
+
+# The matrix `make e2e SUITE=compat` runs: <kube>-<jobset> pairs. Other versions of a tool are
+# built from their own wrapper module, tools/<tool>-<version> (tools/<tool> pins the default).
+COMPAT_COMBOS := $(KUBE_VERSION)-v0.8.0 $(KUBE_VERSION)-v0.10.1 $(KUBE_VERSION)-v0.12.0 v1.34.4-v0.12.0
+kube_of   = $(word 1,$(subst -, ,$1))
+jobset_of = $(word 2,$(subst -, ,$1))
+COMPAT_KUBE_VERSIONS   := $(sort $(KUBE_VERSION) $(foreach c,$(COMPAT_COMBOS),$(call kube_of,$c)))
+COMPAT_JOBSET_VERSIONS := $(sort $(JOBSET_VERSION) $(foreach c,$(COMPAT_COMBOS),$(call jobset_of,$c)))
+
+# The wrapper module that pins a version of a tool.
+kube_mod   = $(if $(filter $(KUBE_VERSION),$1),tools/kube,tools/kube-$1)
+jobset_mod = $(if $(filter $(JOBSET_VERSION),$1),tools/jobset,tools/jobset-$1)
+kueue_mod   = $(if $(filter $(KUEUE_NEWEST),$1),tools/kueue,tools/kueue-$1)
+trainer_mod = $(if $(filter $(TRAINER_NEWEST),$1),tools/trainer,tools/trainer-$1)
+schedplugins_mod = $(if $(filter $(SCHEDPLUGINS_DEFAULT),$1),tools/schedplugins,tools/schedplugins-$1)

@@ -1,0 +1,42 @@
+package addon
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestRefusalCause(t *testing.T) {
+	a := refusalCause(`Error creating: pods "train-w-0-0-abcde" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
+	b := refusalCause(`Error creating: pods "train-w-0-0-fghij" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
+	c := refusalCause(`(combined from similar events): Error creating: pods "train-w-0-0-klmno" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`)
+	if a != b || a != c {
+		t.Errorf("two pods refused for one cause give several causes:\n%s\n%s\n%s", a, b, c)
+	}
+}
+
+// TestToldRecently: a cause is told once per JobSet, again after toldFor, and the memory never
+// holds more than maxTold causes.
+func TestToldRecently(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
+	var told toldRecently
+	if !told.once(clk, "a", "x") || told.once(clk, "a", "x") {
+		t.Fatal("a cause not told exactly once")
+	}
+	if !told.once(clk, "b", "x") || !told.once(clk, "a", "y") {
+		t.Fatal("another JobSet's, or another cause, not told")
+	}
+	clk.SetTime(clk.Now().Add(toldFor))
+	if !told.once(clk, "a", "x") {
+		t.Error("not told again after toldFor")
+	}
+	for i := range 3 * maxTold {
+		told.once(clk, types.UID(fmt.Sprint(i)), "x")
+		if len(told.at) > maxTold {
+			t.Fatalf("%d causes remembered", len(told.at))
+		}
+	}
+}
