@@ -170,6 +170,8 @@ interval: 10s|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMon
 release: prom|--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom
 role: alerts|--set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.labels.role=alerts
 namespace: monitoring|--set metrics.dashboard.enabled=true --set metrics.dashboard.namespace=monitoring
+name: jobset-addons-sequencer-pod-writes|--set admissionPolicies.limitAddonWrites.enabled=true
+name: jobset-addons-volumeclaims-pod-deletes|--set admissionPolicies.limitAddonWrites.enabled=true
 EOF
 if ((values_failed == 0)); then
 	pass values "$values_ok value settings reach the manifests"
@@ -191,6 +193,7 @@ while read -r args; do
 	fi
 done <<'EOF'
 --set logFormat=xml
+--set admissionPolicies.limitAddonWrites.enabled=yes
 --set volumeclaims.enabled=maybe
 --set volumeclaims.featureGates.lower=true
 --set podgroups.featureGates.Gate=yes

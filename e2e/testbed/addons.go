@@ -131,13 +131,17 @@ func (s *addonSetup) start(ctx context.Context, proc string, p AddonPorts) error
 	return nil
 }
 
-// register registers the add-on's webhooks, calling 127.0.0.1:port, and waits for probe.
+// register registers the add-on's webhooks, calling 127.0.0.1:port, applies its admission
+// policies, and waits for probe.
 func (s *addonSetup) register(ctx context.Context, port int, probe func(context.Context) error) error {
 	cs, err := s.c.Clientset()
 	if err != nil {
 		return err
 	}
 	if err := RegisterWebhooks(ctx, cs, s.manifests, fmt.Sprintf("https://127.0.0.1:%d", port), s.caPEM, WebhookEdits{}); err != nil {
+		return err
+	}
+	if err := ApplyPolicies(ctx, cs, s.manifests); err != nil {
 		return err
 	}
 	if probe == nil {
@@ -234,7 +238,7 @@ func (a *AddonReplicas) Stop(ctx context.Context) error {
 		if cs, err := a.setup.c.Clientset(); err != nil {
 			errs = append(errs, err)
 		} else {
-			errs = append(errs, DeleteWebhooks(ctx, cs, a.setup.manifests))
+			errs = append(errs, DeleteWebhooks(ctx, cs, a.setup.manifests), DeletePolicies(ctx, cs, a.setup.manifests))
 		}
 	}
 	return errors.Join(errs...)
@@ -247,7 +251,7 @@ func StopAddon(ctx context.Context, c Config, name string) error {
 		if err != nil {
 			return err
 		}
-		return DeleteWebhooks(ctx, cs, manifests)
+		return errors.Join(DeleteWebhooks(ctx, cs, manifests), DeletePolicies(ctx, cs, manifests))
 	})
 }
 

@@ -76,29 +76,38 @@ func DeleteWebhooks(ctx context.Context, cs kubernetes.Interface, manifests []by
 }
 
 func eachWebhookConfiguration(manifests []byte, mutating func(*admissionv1.MutatingWebhookConfiguration) error, validating func(*admissionv1.ValidatingWebhookConfiguration) error) error {
+	return eachKind(manifests, map[string]func([]byte) error{
+		"MutatingWebhookConfiguration":   decoded(mutating),
+		"ValidatingWebhookConfiguration": decoded(validating),
+	})
+}
+
+// eachKind calls, for each document of manifests (a multi-document YAML) whose kind is a key of
+// fns, that kind's function with the document.
+func eachKind(manifests []byte, fns map[string]func(doc []byte) error) error {
 	for _, doc := range bytes.Split(manifests, []byte("\n---")) {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return err
 		}
-		var err error
-		switch meta.Kind {
-		case "MutatingWebhookConfiguration":
-			var m admissionv1.MutatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict(doc, &m); err == nil {
-				err = mutating(&m)
+		if fn, ok := fns[meta.Kind]; ok {
+			if err := fn(doc); err != nil {
+				return fmt.Errorf("%s: %w", meta.Kind, err)
 			}
-		case "ValidatingWebhookConfiguration":
-			var v admissionv1.ValidatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict(doc, &v); err == nil {
-				err = validating(&v)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", meta.Kind, err)
 		}
 	}
 	return nil
+}
+
+// decoded is fn of a document decoded strictly into a T.
+func decoded[T any](fn func(*T) error) func([]byte) error {
+	return func(doc []byte) error {
+		var o T
+		if err := yaml.UnmarshalStrict(doc, &o); err != nil {
+			return err
+		}
+		return fn(&o)
+	}
 }
 
 func ignoreNotFound(err error) error {

@@ -2,6 +2,8 @@ package addon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,9 +146,9 @@ type DryRun struct {
 	Key string
 }
 
-// TemplateKey is a DryRun.Key: the namespace, and the template's labels, annotations and spec
-// (what the add-on copies into the object from it), as JSON; "" (not remembered) should they
-// not encode.
+// TemplateKey is a DryRun.Key: a SHA-256 (hex) of the namespace and the template's labels,
+// annotations and spec (what the add-on copies into the object from it), as JSON, so that a key
+// is small whatever the template's size; "" (not remembered) should they not encode.
 func TemplateKey(namespace string, labels, annotations map[string]string, spec any) string {
 	key, err := json.Marshal(struct {
 		Namespace   string
@@ -157,7 +159,8 @@ func TemplateKey(namespace string, labels, annotations map[string]string, spec a
 	if err != nil {
 		return ""
 	}
-	return string(key)
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:])
 }
 
 // DryRunner checks, at admission, the objects an add-on would make for a JobSet with a
@@ -183,7 +186,7 @@ type DryRunner struct {
 	Clock    clock.PassiveClock
 
 	mu       sync.Mutex
-	accepted map[string]time.Time
+	accepted *recent // by a hash of the Key: bounded whatever the templates' size
 	// inFlight joins the dry runs of one Key under way at once (JobSets of one template
 	// created together): one is sent, and the others take its acceptance; a refusal or a
 	// failure, they check for themselves.
@@ -193,7 +196,7 @@ type DryRunner struct {
 // DefaultDryRunTimeout is DryRunner.Timeout when unset.
 const DefaultDryRunTimeout = 4 * time.Second
 
-// maxRemembered bounds DryRunner's accepted keys; it forgets them all when full.
+// maxRemembered bounds DryRunner's accepted keys; when full, the one accepted longest ago goes.
 const maxRemembered = 1024
 
 func (d *DryRunner) remembered(key string) bool {
@@ -202,8 +205,7 @@ func (d *DryRunner) remembered(key string) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	at, ok := d.accepted[key]
-	return ok && d.clock().Since(at) < d.Remember
+	return d.accepted != nil && d.accepted.has(key, d.clock().Now())
 }
 
 func (d *DryRunner) remember(key string) {
@@ -212,10 +214,10 @@ func (d *DryRunner) remember(key string) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.accepted == nil || len(d.accepted) >= maxRemembered {
-		d.accepted = make(map[string]time.Time, maxRemembered)
+	if d.accepted == nil {
+		d.accepted = newRecent(maxRemembered, d.Remember)
 	}
-	d.accepted[key] = d.clock().Now()
+	d.accepted.add(key, d.clock().Now())
 }
 
 func (d *DryRunner) clock() clock.PassiveClock {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -320,5 +322,32 @@ func TestCheckJoinsInFlight(t *testing.T) {
 	wg.Wait()
 	if calls != 1 {
 		t.Errorf("%d dry runs, want 1", calls)
+	}
+}
+
+// TestCheckMemoryBounded: 2,000 distinct keys of 200 KiB, each accepted once, leave the
+// DryRunner holding a few hundred KiB, not the keys' text (which, kept whole up to a clearing
+// at 1,024, reached 200 MiB).
+func TestCheckMemoryBounded(t *testing.T) {
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return nil },
+	}).Build()
+	d := &DryRunner{Client: c, Name: "x", Remember: time.Hour}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	body := strings.Repeat("t", 200<<10)
+	obj := pvc("good", "1Gi")
+	for i := range 2000 {
+		d.Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: obj, Key: strconv.Itoa(i) + body}})
+	}
+	grew := int64(heap()) - int64(before)
+	runtime.KeepAlive(d) // held, as a webhook holds its DryRunner
+	if grew > 8<<20 {
+		t.Errorf("the DryRunner's heap grew by %d MiB over 2,000 distinct keys, want a few hundred KiB", grew>>20)
 	}
 }

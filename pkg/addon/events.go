@@ -153,6 +153,8 @@ type Told struct {
 	mu   sync.Mutex
 	last map[types.UID]string
 	once map[types.UID]sets.Set[string]
+	// gone are the UIDs the last Prune found not alive: the next one forgets them.
+	gone sets.Set[types.UID]
 }
 
 // Warn emits, with Tell, a Warning about js whose reason was not the last told about it
@@ -217,4 +219,41 @@ func (t *Told) Forget(uid types.UID) {
 	defer t.mu.Unlock()
 	delete(t.last, uid)
 	delete(t.once, uid)
+}
+
+// Prune forgets what was told about each object that alive said was gone at this Prune and
+// at the one before (an object deleted while the controller did not see it being deleted; the
+// two calls leave an object created between a caller's list and its Prune alone), and returns
+// how many it forgot.
+func (t *Told) Prune(alive func(types.UID) bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	gone := sets.New[types.UID]()
+	forgot := 0
+	check := func(uid types.UID) {
+		switch {
+		case alive(uid) || gone.Has(uid):
+		case t.gone.Has(uid):
+			delete(t.last, uid)
+			delete(t.once, uid)
+			forgot++
+		default:
+			gone.Insert(uid)
+		}
+	}
+	for uid := range t.last {
+		check(uid)
+	}
+	for uid := range t.once {
+		check(uid)
+	}
+	t.gone = gone
+	return forgot
+}
+
+// Len is how many objects something was told about.
+func (t *Told) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(sets.KeySet(t.last).Union(sets.KeySet(t.once)))
 }

@@ -23,11 +23,15 @@ entry here, with only what is specific to it:
 clientConfig (the controller's webhook Service, port 443), failurePolicy Fail, sideEffects None
 and the cert-manager CA annotation are added by the helper.
 
-JobSet webhooks are scoped with matchConditions to JobSets that use the add-on, Pod and Job
-webhooks with an objectSelector on a scope label (the one the add-on's JobSet webhook wrote, or
+JobSet webhooks are scoped with matchConditions: a CREATE reaches them when the JobSet uses the
+add-on, an UPDATE only when it changes one of the add-on's own keys ("jobset-addons.ownKeys"
+in _keys.tpl), so that an add-on that is down stops nobody else's update of the same JobSet (another
+add-on's records, Kueue's suspend and resume, the garbage collector's finalizers). Pod and Job
+webhooks have an objectSelector on a scope label (the one the add-on's JobSet webhook wrote, or
 upstream's jobset-name) and, where needed, matchConditions on the add-on's annotation: nothing
 else ever reaches them.
 */}}
+
 {{- define "jobset-addons.webhooks" -}}
 volumeclaims:
   mutating:
@@ -62,7 +66,9 @@ volumeclaims:
           resources: ["jobsets"]
       matchConditions:
         - name: has-policies
-          expression: "(has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in object.metadata.annotations) || (oldObject != null && has(oldObject.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in oldObject.metadata.annotations)"
+          expression: "request.operation != 'CREATE' || (has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/policies' in object.metadata.annotations)"
+        - name: create-or-own-key-changed
+          expression: {{ include "jobset-addons.ownKeyChanged" (dict "root" . "name" "volumeclaims") | quote }}
 resourceclaims:
   mutating:
     - name: mjob.resourceclaims.jobset-addons.io
@@ -90,7 +96,9 @@ resourceclaims:
           resources: ["jobsets"]
       matchConditions:
         - name: has-templates
-          expression: "object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in r.template.metadata.annotations) || (oldObject != null && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in r.template.metadata.annotations))"
+          expression: "request.operation != 'CREATE' || object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'resourceclaims.jobset-addons.io/templates' in r.template.metadata.annotations)"
+        - name: create-or-own-key-changed
+          expression: {{ include "jobset-addons.ownKeyChanged" (dict "root" . "name" "resourceclaims") | quote }}
 sequencer:
   mutating:
     - name: mjobset.sequencer.jobset-addons.io
@@ -113,7 +121,9 @@ sequencer:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-sequencer
-          expression: "((has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))) || (oldObject != null && ((has(oldObject.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in oldObject.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in oldObject.metadata.annotations)) || (has(oldObject.spec.replicatedJobs) && oldObject.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))))"
+          expression: "request.operation != 'CREATE' || (has(object.metadata.annotations) && ('sequencer.jobset-addons.io/execution-policy' in object.metadata.annotations || 'sequencer.jobset-addons.io/wait-for' in object.metadata.annotations || 'sequencer.jobset-addons.io/start-barrier' in object.metadata.annotations)) || (has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, has(r.template.metadata) && has(r.template.metadata.annotations) && 'sequencer.jobset-addons.io/depends-on' in r.template.metadata.annotations))"
+        - name: create-or-own-key-changed
+          expression: {{ include "jobset-addons.ownKeyChanged" (dict "root" . "name" "sequencer") | quote }}
 podgroups:
   mutating:
     - name: mjob.podgroups.jobset-addons.io
@@ -141,10 +151,12 @@ podgroups:
       matchConditions:
         - name: uses-podgroups
           expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations || 'podgroups.jobset-addons.io/composite' in object.metadata.annotations))"
-        # UPDATE only for the kubernetes backend: the webhook puts back spec.schedulingGroup where
-        # an update dropped it (Kueue v0.17.0 does, when it admits or evicts the JobSet).
-        - name: create-or-kubernetes-backend
-          expression: "request.operation == 'CREATE' || (has(object.metadata.annotations) && 'podgroups.jobset-addons.io/scheduler' in object.metadata.annotations && object.metadata.annotations['podgroups.jobset-addons.io/scheduler'] == 'kubernetes')"
+        # UPDATE only for the kubernetes backend, and only an update that drops a pod template's
+        # spec.schedulingGroup (Kueue v0.17.0 does, when it admits or evicts the JobSet): the
+        # webhook puts it back. Any other update (Kueue's that keep it, the other add-ons', the
+        # garbage collector's) never waits on podgroups.
+        - name: create-or-drops-scheduling-group
+          expression: "request.operation == 'CREATE' || (has(object.metadata.annotations) && 'podgroups.jobset-addons.io/scheduler' in object.metadata.annotations && object.metadata.annotations['podgroups.jobset-addons.io/scheduler'] == 'kubernetes' && object.spec.replicatedJobs.exists(r, !has(r.template.spec.template.spec.schedulingGroup) && oldObject.spec.replicatedJobs.exists(o, o.name == r.name && has(o.template.spec.template.spec.schedulingGroup))))"
   validating:
     - name: vjobset.podgroups.jobset-addons.io
       path: /validate-jobset-x-k8s-io-v1alpha2-jobset
@@ -155,5 +167,7 @@ podgroups:
           resources: ["jobsets"]
       matchConditions:
         - name: uses-podgroups
-          expression: "(has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations || 'podgroups.jobset-addons.io/composite' in object.metadata.annotations)) || (oldObject != null && (has(oldObject.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in oldObject.metadata.annotations || 'podgroups.jobset-addons.io/composite' in oldObject.metadata.annotations)))"
+          expression: "request.operation != 'CREATE' || (has(object.metadata.annotations) && ('podgroups.jobset-addons.io/scheduler' in object.metadata.annotations || 'podgroups.jobset-addons.io/network-topology' in object.metadata.annotations || 'podgroups.jobset-addons.io/schedule-timeout-seconds' in object.metadata.annotations || 'podgroups.jobset-addons.io/topology-key' in object.metadata.annotations || 'podgroups.jobset-addons.io/composite' in object.metadata.annotations))"
+        - name: create-or-own-key-changed
+          expression: {{ include "jobset-addons.ownKeyChanged" (dict "root" . "name" "podgroups") | quote }}
 {{- end }}

@@ -318,6 +318,8 @@ func (c *checker) checkRender(want combo, docs []doc) {
 		}
 	}
 
+	c.checkPolicies(want, docs)
+
 	roles := map[string]bool{}
 	for _, d := range docs {
 		c.checkMeta(d, want)
@@ -364,6 +366,8 @@ func (c *checker) checkRender(want combo, docs []doc) {
 			c.decode(d, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 		case "Certificate":
 			c.checkCertificate(d)
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			c.checkPolicy(d)
 		case "Issuer", "Role", "ClusterRole": // Roles checked above
 		default:
 			c.errorf("%s: unexpected kind", d)
@@ -383,6 +387,7 @@ func (c *checker) decode(d doc, obj any) bool {
 var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true,
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }
 
 func (c *checker) checkMeta(d doc, want combo) {

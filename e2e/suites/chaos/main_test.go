@@ -7,7 +7,8 @@
 // TestChaos runs a mix of JobSets while replicas are killed with SIGKILL at random moments and
 // then checks the exact end state; TestLeaderFailover measures how long a controller stays
 // leaderless once its leader is killed; TestWebhookOutage makes every add-on webhook
-// unreachable for a while. CI runs reduced sizes; `make e2e SUITE=chaos` runs the full ones
+// unreachable for a while; TestOneAddonDown stops volumeclaims alone and checks that nothing
+// but its own work waits. CI runs reduced sizes; `make e2e SUITE=chaos` runs the full ones
 // (CHAOS_*).
 package chaos_test
 

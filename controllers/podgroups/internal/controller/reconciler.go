@@ -93,6 +93,9 @@ func indexed(installed map[contract.Scheduler]backend.Backend, composites bool) 
 // Jobs (a stage's Jobs finishing ends its PodGroup; upstream dependsOn creating a later stage's
 // Jobs starts it) and for our PodGroups (one deleted by hand is made again).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.warned, &jobsetv1alpha2.JobSetList{}); err != nil {
+		return err
+	}
 	var kinds, workloads, composites []client.Object
 	for _, b := range r.Installed {
 		kinds = append(kinds, backend.Meta(b.Kind()))

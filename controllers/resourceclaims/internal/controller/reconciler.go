@@ -69,6 +69,10 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
 // claims it manages.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	// told keys JobSets and Jobs by UID.
+	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.told, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}); err != nil {
+		return err
+	}
 	var err error
 	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), &resourcev1.ResourceClaim{}); err != nil {
 		return err
@@ -449,7 +453,7 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	switch {
 	case found.Labels[contract.ManagedByLabelKey] != contract.ResourceClaimsManagedByValue:
 		claimsSkipped.WithLabelValues("name-taken").Inc()
-		if r.told.Once(found.UID, ReasonNameTaken) {
+		if r.told.Once(a.create.OwnerReferences[0].UID, ReasonNameTaken+"/"+found.Name) { // by its Job: a user's claim is not in the cache
 			out.add(a.jobName, "taken", found.Name, nil)
 		}
 	case controlledBy(found, a.create.OwnerReferences[0].UID):

@@ -130,6 +130,9 @@ func trimBarrierPod(obj any) {
 
 // SetupWithManager registers the reconciler for JobSets with a start barrier and their pods.
 func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache, concurrency int) error {
+	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.said, &jobsetv1alpha2.JobSetList{}); err != nil {
+		return err
+	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && sequence.UsesBarrier(js)

@@ -80,6 +80,9 @@ var ByJobSet = jobsets.IndexByName
 // (a Job's status change is what releases the next stage: it is reacted to directly, not
 // through the JobSet's status) and for their gated Pods (pods created for a released stage).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.warned, &jobsetv1alpha2.JobSetList{}); err != nil {
+		return err
+	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
 		return ok && sequence.Sequences(js)

@@ -138,7 +138,8 @@ func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 }
 
 // ValidateUpdate refuses any change to the execution-policy, wait-for, depends-on,
-// start-barrier and start-barrier-timeout annotations.
+// start-barrier and start-barrier-timeout annotations, and to a pod template's barrier-state
+// (podTemplateRecordsChanged).
 func ValidateUpdate(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range []string{contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey, contract.StartBarrierAnnotationKey, contract.StartBarrierTimeoutAnnotationKey} {
@@ -155,7 +156,7 @@ func ValidateUpdate(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
 			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.DependsOnAnnotationKey), "is immutable"))
 		}
 	}
-	return errs
+	return append(errs, podTemplateRecordsChanged(oldJS, newJS)...)
 }
 
 func changed(oldA, newA map[string]string, key string) bool {

@@ -70,6 +70,9 @@ type jobSetClaims struct {
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
 // PVCs it manages.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.told, &jobsetv1alpha2.JobSetList{}); err != nil {
+		return err
+	}
 	var err error
 	if r.made, err = addon.ObserveMade(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}); err != nil {
 		return err
