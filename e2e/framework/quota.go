@@ -12,15 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// LimitsQuota creates in ns a ResourceQuota "limits" that asks every pod for CPU and memory
-// limits (limits.cpu, limits.memory, ample), without a LimitRange to default them, and waits
-// until the quota controller has counted it: until then the API server refuses every pod of
-// the namespace.
-func LimitsQuota(ctx context.Context, t *testing.T, c client.Client, ns string) *corev1.ResourceQuota {
+// CreateQuota creates the ResourceQuota q and waits until the quota controller has written its
+// status: until then the API server refuses every create the quota covers ("status unknown"),
+// for a reason other than the quota's limits.
+func CreateQuota(ctx context.Context, t *testing.T, c client.Client, q *corev1.ResourceQuota) {
 	t.Helper()
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limits"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-		corev1.ResourceLimitsCPU: resource.MustParse("10"), corev1.ResourceLimitsMemory: resource.MustParse("10Gi"),
-	}}}
 	CreateAll(ctx, t, c, q)
 	Eventually(ctx, t, time.Minute, "quota "+q.Name+" counted", func(ctx context.Context) (bool, string, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
@@ -28,5 +24,16 @@ func LimitsQuota(ctx context.Context, t *testing.T, c client.Client, ns string) 
 		}
 		return len(q.Status.Hard) > 0, fmt.Sprint(q.Status), nil
 	})
+}
+
+// LimitsQuota creates in ns a ResourceQuota "limits" that asks every pod for CPU and memory
+// limits (limits.cpu, limits.memory, ample), without a LimitRange to default them, and waits
+// until the quota controller has counted it (CreateQuota).
+func LimitsQuota(ctx context.Context, t *testing.T, c client.Client, ns string) *corev1.ResourceQuota {
+	t.Helper()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limits"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		corev1.ResourceLimitsCPU: resource.MustParse("10"), corev1.ResourceLimitsMemory: resource.MustParse("10Gi"),
+	}}}
+	CreateQuota(ctx, t, c, q)
 	return q
 }
