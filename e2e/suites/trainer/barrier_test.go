@@ -98,6 +98,11 @@ func TestInitializersWithBarrier(t *testing.T) {
 		rt := runtimeFrom(t, "initializers-barrier-runtime.yaml", ns, nil)
 		tj := trainJob(ns, name, rt.GetName())
 		w := watchBarrier(ctx, c, ns, name)
+		defer func() {
+			if t.Failed() {
+				framework.DumpNamespace(context.WithoutCancel(ctx), t, c, ns)
+			}
+		}()
 		create(ctx, t, c, rt, tj)
 		waitTrainJob(ctx, t, c, tj, "Complete")
 		stageOf := func(rj string) int {

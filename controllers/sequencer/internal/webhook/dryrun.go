@@ -53,6 +53,7 @@ func barrierDryRuns(js *jobsetv1alpha2.JobSet) []addon.DryRun {
 			ObjectMeta: metav1.ObjectMeta{GenerateName: dryRunPodPrefix, Namespace: js.Namespace, Labels: labels, Annotations: annotations},
 			Spec:       *pt.Spec.DeepCopy(),
 		}
+		standInVolumes(&pod.Spec)
 		path := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template")
 		out = append(out, addon.DryRun{
 			Path:   path,
@@ -78,4 +79,28 @@ func withoutAddonKeys(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// standInVolumes adds an emptyDir volume for each volumeMount of the spec whose volume the
+// template does not have. Others add those volumes after admission: upstream JobSet's
+// volumeClaimPolicies to each Job it makes (Kubeflow Trainer's runtimes with initializers mount
+// their "initializer" volume so), volumeclaims' per-pod webhook to each pod. Without a stand-in
+// the API server would refuse the dry-run pod for a volume the real pod has; what the dry run is
+// for, the namespace's quota, LimitRanges and Pod Security, does not depend on the volume's kind
+// (restricted allows emptyDir as it allows a PVC).
+func standInVolumes(spec *corev1.PodSpec) {
+	have := map[string]bool{}
+	for _, v := range spec.Volumes {
+		have[v.Name] = true
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, m := range c.VolumeMounts {
+				if !have[m.Name] {
+					have[m.Name] = true
+					spec.Volumes = append(spec.Volumes, corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				}
+			}
+		}
+	}
 }

@@ -57,6 +57,43 @@ func TestBarrierDryRuns(t *testing.T) {
 	}
 }
 
+// TestBarrierDryRunStandInVolumes: a mount whose volume others add after admission (upstream
+// JobSet's volumeClaimPolicies, as Kubeflow Trainer's runtimes with initializers use it) gets a
+// stand-in volume in the dry-run pod, so the API server does not refuse a pod the real one is not;
+// a volume the template has is left as it is.
+func TestBarrierDryRunStandInVolumes(t *testing.T) {
+	js := addontest.JobSet("team-a", "train").Annotation(contract.StartBarrierAnnotationKey, "JobSet").
+		ReplicatedJobs(addontest.ReplicatedJob("node")).Obj()
+	spec := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "initializer", MountPath: "/workspace"}, {Name: "own", MountPath: "/own"}}
+	spec.Volumes = []corev1.Volume{{Name: "own", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}}}
+	if errs := admitted(t, js); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	runs := barrierDryRuns(js)
+	if len(runs) != 1 {
+		t.Fatalf("%d dry runs, want 1", len(runs))
+	}
+	got := map[string]string{}
+	for _, v := range runs[0].Object.(*corev1.Pod).Spec.Volumes {
+		switch {
+		case v.EmptyDir != nil:
+			got[v.Name] = "emptyDir"
+		case v.HostPath != nil:
+			got[v.Name] = "hostPath"
+		case v.DownwardAPI != nil:
+			got[v.Name] = "downwardAPI"
+		}
+	}
+	want := map[string]string{"initializer": "emptyDir", "own": "hostPath", contract.StartBarrierContainerName: "downwardAPI"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("volumes of the dry-run pod (-want +got):\n%s", diff)
+	}
+	if len(spec.Volumes) != 2 {
+		t.Errorf("the JobSet's own template changed: %d volumes", len(spec.Volumes))
+	}
+}
+
 func hasContainer(cs []corev1.Container, name string) bool {
 	for _, c := range cs {
 		if c.Name == name {
