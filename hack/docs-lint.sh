@@ -105,7 +105,7 @@ done
 # make commands: targets of the Makefile and make/*.mk, SUITE= and ADDON= values of make/*.mk.
 targets=$(grep -hoE '^[a-zA-Z0-9_-]+:' Makefile make/*.mk | tr -d : | sort -u | tr '\n' ' ')
 suites="$(cd e2e/suites && echo */ | tr -d /) $(sed -n 's/^E2E_SUITES := .*) //p' make/test.mk)"
-addons=$(sed -n 's/^bench_knob\.\([a-z]*\) .*/\1/p' make/bench.mk | tr '\n' ' ')
+addons=$(sed -n 's/^bench_knob\.\([a-z-]*\) .*/\1/p' make/bench.mk | tr '\n' ' ')
 code=()
 while IFS= read -r f; do code+=("$f"); done < <(git ls-files '*.go' '*.sh' '.ci/*' | grep -v '^tools/')
 while IFS= read -r hit; do problem "$hit"; done < <(
