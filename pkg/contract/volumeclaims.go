@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -60,6 +61,16 @@ type VolumeRetentionPolicy struct {
 	// each ended in an Event, so that the storage is released at once. Delete needs whenComplete
 	// or whenFailed to be Delete.
 	FinishedPods RetentionPolicyType `json:"finishedPods,omitempty"`
+
+	// ExpireAfterUnused, when set, deletes a PVC that a Retain kept once no pod has used it for
+	// this long (a Go duration, "72h"): see VolumeClaimLifecycle in volumeclaims_lifecycle.go.
+	ExpireAfterUnused *metav1.Duration `json:"expireAfterUnused,omitempty"`
+	// WhenNodeLost says what happens to a per-pod PVC whose volume can only be used on a node
+	// that is lost. Default Keep.
+	WhenNodeLost NodeLostPolicyType `json:"whenNodeLost,omitempty"`
+	// NodeLostGracePeriod is how long a node is NotReady and unreachable before it counts as
+	// lost (a deleted node is lost at once). Default 5m.
+	NodeLostGracePeriod *metav1.Duration `json:"nodeLostGracePeriod,omitempty"`
 }
 
 // DeletesOnFinish tells whether whenComplete or whenFailed deletes the PVCs.
@@ -132,6 +143,7 @@ func ParseVolumeClaimPolicies(value string, path *field.Path) ([]VolumeClaimPoli
 			templateNames[name] = true
 		}
 		errs = append(errs, defaultRetention(&pol.RetentionPolicy, pp.Child("retentionPolicy"))...)
+		errs = append(errs, defaultLifecycle(&pol.RetentionPolicy, pol.Shared(), pp.Child("retentionPolicy"))...)
 	}
 	return policies, joinErrors(decodeErrs, errs)
 }

@@ -32,7 +32,7 @@ var imported = map[string]string{
 
 // valueTypes are the types of annotation values, in the order the reference lists them.
 var valueTypes = []string{
-	"VolumeClaimPolicy", "VolumeRetentionPolicy", "RetentionPolicyType",
+	"VolumeClaimPolicy", "VolumeRetentionPolicy", "RetentionPolicyType", "NodeLostPolicyType",
 	"ResourceClaimTemplate",
 	"ExecutionPolicy", "DependencyStatus", "Dependency", "Released", "StartBarrier", "BarriersOpened",
 	"Scheduler", "NetworkTopology", "NetworkTopologyMode",
