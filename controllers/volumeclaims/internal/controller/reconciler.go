@@ -6,14 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -54,17 +51,6 @@ type Reconciler struct {
 
 	mu     sync.Mutex
 	claims map[types.NamespacedName]*jobSetClaims
-}
-
-// jobSetClaims is what the reconciler follows of one JobSet's PVCs between reconciles.
-type jobSetClaims struct {
-	uid types.UID
-	// users are PVCs of the JobSet's names that the add-on did not make (a user's): its cache,
-	// which holds its own PVCs only, never shows them, and they are never created.
-	users sets.Set[string]
-	// terminating are PVCs that retention deleted and that were seen Terminating, so that
-	// their end is told.
-	terminating sets.Set[string]
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
@@ -293,158 +279,4 @@ func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool 
 		}
 	}
 	return false
-}
-
-// usersOf returns the users' PVCs found of the JobSet key.
-func (r *Reconciler) usersOf(key types.NamespacedName, uid types.UID) sets.Set[string] {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stateFor(key, uid).users.Clone()
-}
-
-// stateFor returns what is followed of the JobSet key, new if it was of an earlier JobSet of
-// the same name. r.mu is held.
-func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *jobSetClaims {
-	if r.claims == nil {
-		r.claims = map[types.NamespacedName]*jobSetClaims{}
-	}
-	p := r.claims[key]
-	if p != nil && p.uid != uid {
-		r.drop(p)
-	}
-	if p == nil || p.uid != uid {
-		p = &jobSetClaims{uid: uid, users: sets.New[string](), terminating: sets.New[string]()}
-		r.claims[key] = p
-	}
-	return p
-}
-
-// foundUsers records that the PVC name of the JobSet key is a user's.
-func (r *Reconciler) foundUsers(key types.NamespacedName, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.claims[key]; p != nil {
-		p.users.Insert(name)
-	}
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.claims[key]; p != nil {
-		r.drop(p)
-	}
-	delete(r.claims, key)
-}
-
-// drop forgets what was followed and told of a JobSet that is gone. r.mu is held.
-func (r *Reconciler) drop(p *jobSetClaims) {
-	claimsHeld.Sub(float64(p.terminating.Len()))
-	r.told.Forget(p.uid)
-}
-
-// state is what the JobSet's status says for retention.
-type state struct {
-	completed, failed bool
-	// succeeded: ReplicatedJobs all of whose Jobs succeeded.
-	succeeded sets.Set[string]
-}
-
-func stateOf(js *jobsetv1alpha2.JobSet) state {
-	st := state{
-		completed: apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)),
-		failed:    apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)),
-		succeeded: sets.New[string](),
-	}
-	for _, s := range js.Status.ReplicatedJobsStatus {
-		if rj := policy.ReplicatedJob(js, s.Name); rj != nil && s.Succeeded >= rj.Replicas {
-			st.succeeded.Insert(s.Name)
-		}
-	}
-	return st
-}
-
-type action int
-
-const (
-	keep  action = iota // the claim must exist
-	drop                // retention deletes it
-	leave               // finished, retained: neither created nor deleted
-)
-
-// action decides for one claim. A shared claim lives until the JobSet completes or fails; a
-// per-pod claim until every targeted ReplicatedJob succeeded, or the JobSet completed or
-// failed for good. A failed Job that the JobSet restarts is not a failure: the JobSet is
-// not Failed, and its claims stay (checkpoints survive restarts).
-func (st state) action(c policy.Claim) action {
-	done, failed := st.completed, st.failed
-	if !c.Shared() && !done && !failed {
-		done = true
-		for _, t := range c.Targets {
-			done = done && st.succeeded.Has(t)
-		}
-	}
-	switch {
-	case failed && c.Retention.WhenFailed == contract.RetentionPolicyDelete:
-		return drop
-	case done && !failed && c.Retention.WhenComplete == contract.RetentionPolicyDelete:
-		return drop
-	case done || failed:
-		return leave
-	}
-	return keep
-}
-
-// result collects the names (of PVCs, or pods) of one kind of outcome of a parallel step.
-type result struct {
-	mu     sync.Mutex
-	claims []string
-	errs   []error
-}
-
-func (r *result) add(name string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.claims = append(r.claims, name)
-	if err != nil {
-		r.errs = append(r.errs, err)
-	}
-}
-
-func (r *result) count() int { return len(r.claims) }
-
-// related is the first PVC of the result, the Event's related object. The events API folds
-// Events of one regarding object, related object, reason and action into a series that keeps
-// the first note; PVCs told of in one Event are never told of again, so each such Event starts
-// a series of its own.
-func (r *result) related(js *jobsetv1alpha2.JobSet) runtime.Object {
-	if len(r.claims) == 0 {
-		return nil
-	}
-	return claimRef(js, r.claims[0])
-}
-
-// names lists up to 10 names, for an event message.
-func (r *result) names() string {
-	const most = 10
-	if len(r.claims) <= most {
-		return strings.Join(r.claims, ", ")
-	}
-	return strings.Join(r.claims[:most], ", ") + fmt.Sprintf(" and %d more", len(r.claims)-most)
-}
-
-// names lists up to 10 entries, for an Event message.
-func names(list []string) string {
-	r := result{claims: list}
-	return r.names()
-}
-
-// report emits one Warning for the failures and returns them joined, so the reconcile retries.
-func (r *result) report(js *jobsetv1alpha2.JobSet, rec events.EventRecorder, act string) error {
-	if len(r.errs) == 0 {
-		return nil
-	}
-	err := errors.Join(r.errs...)
-	addon.Tell(rec, js, r.related(js), corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
-	return err
 }
