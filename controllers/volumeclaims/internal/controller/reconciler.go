@@ -157,8 +157,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return res, errors.Join(r.ensure(ctx, js, ensure, existing, made), r.remove(ctx, js, remove, existing), err)
 }
 
-// ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
-// Delete) the add-on's PVCs that an earlier JobSet of the same name left. made are the PVCs
+// ensure creates the claims that do not exist, and adopts (adopt) the add-on's PVCs that an
+// earlier JobSet of the same name left. made are the PVCs
 // created that the cache did not show when the reconcile began.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
 	key := client.ObjectKeyFromObject(js)
@@ -168,16 +168,13 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
-			if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
-				patch := client.MergeFrom(pvc.DeepCopy())
-				pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
-				if err := r.Client.Patch(ctx, pvc, patch); err != nil {
-					failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
-					reconcileErrors.WithLabelValues("adopt").Inc()
-					return
-				}
+			fromEarlier, err := r.adopt(ctx, js, c, pvc)
+			if err != nil {
+				failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
+				reconcileErrors.WithLabelValues("adopt").Inc()
+				return
 			}
-			if pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) && r.told.Once(js.UID, c.Name) {
+			if fromEarlier && r.told.Once(js.UID, c.Name) {
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}

@@ -137,6 +137,9 @@ func (c Claim) PVC(js *jobsetv1alpha2.JobSet) *corev1.PersistentVolumeClaim {
 		annotations[k] = v
 	}
 	annotations[contract.VolumeClaimJobSetUIDAnnotationKey] = string(js.UID)
+	if v, ok := ExpiryAnnotation(c.Retention); ok {
+		annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey] = v
+	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        c.Name,
@@ -317,4 +320,13 @@ func IsPlaceholder(v corev1.Volume) bool {
 // Indexed says whether rj's Jobs use the Indexed completion mode.
 func Indexed(rj *jobsetv1alpha2.ReplicatedJob) bool {
 	return ptr.Deref(rj.Template.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+}
+
+// ExpiryAnnotation is the value of contract.VolumeClaimExpireAfterUnusedAnnotationKey on the
+// PVCs of a policy with this retention; ok is false when it has no expiry.
+func ExpiryAnnotation(r contract.VolumeRetentionPolicy) (string, bool) {
+	if r.ExpireAfterUnused == nil {
+		return "", false
+	}
+	return r.ExpireAfterUnused.Duration.String(), true
 }
