@@ -141,18 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	st := stateOf(js)
 	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)
-	var ensure, remove, dropped []policy.Claim
-	for _, c := range claims {
-		switch st.action(c) {
-		case keep:
-			ensure = append(ensure, c)
-		case drop:
-			dropped = append(dropped, c)
-			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
-				remove = append(remove, c)
-			}
-		}
-	}
+	ensure, remove, dropped := st.sort(claims, existing)
 	res, err := r.release(ctx, js, dropped, existing)
 	return res, errors.Join(r.ensure(ctx, js, ensure, existing, made), r.remove(ctx, js, remove, existing), err)
 }

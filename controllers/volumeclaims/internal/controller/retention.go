@@ -1,6 +1,7 @@
 package controller
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -59,4 +60,28 @@ func (st state) action(c policy.Claim) action {
 		return leave
 	}
 	return keep
+}
+
+// sort splits the claims by what retention does with them: ensure (made if missing, adopted if
+// not), remove (deleted now), dropped (deleted, or to be: followed until gone). existing are
+// the add-on's PVCs of the JobSet.
+func (st state) sort(claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) (ensure, remove, dropped []policy.Claim) {
+	for _, c := range claims {
+		switch st.action(c) {
+		case keep:
+			ensure = append(ensure, c)
+		case drop:
+			dropped = append(dropped, c)
+			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
+				remove = append(remove, c)
+			}
+		case leave:
+			// Retained: not made again, but one that exists is the JobSet's all the same (a
+			// JobSet that finished before its first reconcile reused it: adopt it).
+			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
+				ensure = append(ensure, c)
+			}
+		}
+	}
+	return ensure, remove, dropped
 }
