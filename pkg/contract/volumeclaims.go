@@ -62,11 +62,15 @@ type VolumeRetentionPolicy struct {
 	// or whenFailed to be Delete.
 	FinishedPods RetentionPolicyType `json:"finishedPods,omitempty"`
 
-	// ExpireAfterUnused, when set, deletes a PVC that a Retain kept once no pod has used it for
-	// this long (a Go duration, "72h"): see VolumeClaimLifecycle in volumeclaims_lifecycle.go.
+	// ExpireAfterUnused, when set, deletes a PVC that a Retain kept (its JobSet completed,
+	// failed or deleted) once no pod has used it for this long (a Go duration, "72h"), by the
+	// PVC's Unused condition or, without it, volumeclaims' own clock; a JobSet that reuses the
+	// PVC restarts the clock. Positive; refused where the policy retains nothing.
 	ExpireAfterUnused *metav1.Duration `json:"expireAfterUnused,omitempty"`
-	// WhenNodeLost says what happens to a per-pod PVC whose volume can only be used on a node
-	// that is lost. Default Keep.
+	// WhenNodeLost says what happens to a per-pod PVC whose volume can only be used on nodes
+	// (by kubernetes.io/hostname) that are all lost: Recreate deletes it (its data given up)
+	// and the pods stuck on the node, for a new, empty PVC; Keep (the default) waits. Recreate
+	// is refused on a shared policy.
 	WhenNodeLost NodeLostPolicyType `json:"whenNodeLost,omitempty"`
 	// NodeLostGracePeriod is how long a node is NotReady and unreachable before it counts as
 	// lost (a deleted node is lost at once). Default 5m.
