@@ -99,7 +99,8 @@ func (e *Expiry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil || (js != nil && !finished(js)) {
 		return ctrl.Result{}, err // in its JobSet's hands: a change of the JobSet brings it back
 	}
-	if contract.UnusedCondition(pvc) == nil {
+	own := contract.UnusedCondition(pvc) == nil
+	if own {
 		if res, done, err := e.ownClock(ctx, pvc); done || err != nil {
 			return res, err
 		}
@@ -109,6 +110,9 @@ func (e *Expiry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, nil // in use: the Unused condition turning True brings it back
 	}
 	if wait := at.Sub(e.now()); wait > 0 {
+		if own {
+			wait = min(wait, ownClockRecheck) // no pod is watched: look again
+		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return e.expire(ctx, pvc, js, since)
