@@ -44,13 +44,9 @@ func (n *NodeLoss) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &n.told, &jobsetv1alpha2.JobSetList{}); err != nil {
 		return err
 	}
-	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && policy.Uses(js)
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims-nodeloss").
-		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies())).
 		WatchesRawSource(addon.Watches(mgr, &corev1.Node{}, handler.EnqueueRequestsFromMapFunc(n.allJobSets), nodeReachability())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(n))

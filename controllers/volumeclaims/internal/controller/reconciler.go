@@ -66,16 +66,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err := registerHeld(mgr.GetCache()); err != nil {
 		return err
 	}
-	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && policy.Uses(js)
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims").
-		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies())).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
+}
+
+// hasPolicies passes the JobSets that carry the policies annotation.
+func hasPolicies() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		return ok && policy.Uses(js)
+	})
 }
 
 // jobSetOfClaim maps one of the add-on's PVCs to its JobSet.
@@ -204,6 +208,12 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			addon.CountObject(KindPVC, addon.ActionFailed, 1)
 		}
 	})
+	r.tellEnsured(ctx, js, &created, &reused)
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
+}
+
+// tellEnsured tells the PVCs ensure created and those it found made already.
+func (r *Reconciler) tellEnsured(ctx context.Context, js *jobsetv1alpha2.JobSet, created, reused *result) {
 	if n := created.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
 		addon.Tell(r.Recorder, js, created.related(js), corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
@@ -211,7 +221,6 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	if n := reused.count(); n > 0 {
 		addon.Tell(r.Recorder, js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.
