@@ -101,29 +101,43 @@ func completed(js *jobsetv1alpha2.JobSet) bool {
 
 func localClassName(ns, mode string) string { return "local-" + ns + "-" + strings.ToLower(mode) }
 
-// spareWorkers picks the worker to stop, one that runs neither the volumeclaims controller nor
-// JobSet's (the case needs both), and the other one.
+// spareWorkers picks the worker to stop and the other one, and moves the add-ons' and JobSet's
+// pods off the one to stop (the case needs the volumeclaims and JobSet controllers running):
+// it is cordoned, their pods there deleted (their Deployments make them again on the other),
+// and, once all of them are Ready elsewhere, uncordoned.
 func spareWorkers(ctx context.Context, t *testing.T, c client.Client, ws []string) (lost, other string) {
 	t.Helper()
-	busy := map[string]bool{}
-	for _, ns := range []string{framework.AddonNamespace, kindbed.JobSetNamespace} {
-		var list corev1.PodList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	lost, other = ws[0], ws[1]
+	if _, err := kb.Kubectl(ctx, nil, "cordon", lost); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := kb.Kubectl(ctx, nil, "uncordon", lost); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range list.Items {
-			if ns == kindbed.JobSetNamespace || strings.Contains(p.Name, "volumeclaims") {
-				busy[p.Spec.NodeName] = true
+	}()
+	namespaces := []string{framework.AddonNamespace, kindbed.JobSetNamespace}
+	for _, ns := range namespaces {
+		if _, err := kb.Kubectl(ctx, nil, "-n", ns, "delete", "pod", "--field-selector", "spec.nodeName="+lost, "--wait=false"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(ctx, t, 3*time.Minute, "the controllers Ready off "+lost, func(ctx context.Context) (bool, string, error) {
+		var bad []string
+		for _, ns := range namespaces {
+			var list corev1.PodList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, p := range list.Items {
+				if p.Spec.NodeName == lost || !framework.PodReady(&p) || p.DeletionTimestamp != nil {
+					bad = append(bad, p.Name+" on "+p.Spec.NodeName)
+				}
 			}
 		}
-	}
-	for i, w := range ws {
-		if !busy[w] {
-			return w, ws[(i+1)%len(ws)]
-		}
-	}
-	t.Fatalf("every worker runs the volumeclaims or the JobSet controller (%v): none to stop", busy)
-	return "", ""
+		return len(bad) == 0, fmt.Sprint(bad), nil
+	})
+	return lost, other
 }
 
 func localPVName(class, node string) string { return class + "-" + node }
