@@ -1,11 +1,10 @@
-package webhook
+package sequencer
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -21,7 +20,7 @@ import (
 // default, 30 minutes). Nothing the sequencer may write changes what Kueue reads: the webhook
 // cannot read Kueue's configuration either, so it warns whenever the shape allows it
 // (docs/install.md, "With Kueue").
-func kueueWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) admission.Warnings {
+func kueueWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []string {
 	queue := js.Labels[contract.KueueQueueNameLabelKey]
 	if queue == "" {
 		return nil
@@ -47,7 +46,7 @@ func kueueWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) admission
 	if len(waiting) == 0 {
 		return nil
 	}
-	return admission.Warnings{fmt.Sprintf("sequencer: the JobSet names LocalQueue %q, and Kueue's waitForPodsReady (on by default since Kueue v0.19, timeout 30m) "+
+	return []string{fmt.Sprintf("sequencer: the JobSet names LocalQueue %q, and Kueue's waitForPodsReady (on by default since Kueue v0.19, timeout 30m) "+
 		"evicts it if ReplicatedJobs %s still wait for %s to complete when waitForPodsReady.timeout has passed since admission: "+
 		"Kueue counts the JobSet's pods ready only when every ReplicatedJob's Jobs are ready or succeeded, and the pods the sequencer holds back are not; "+
 		"the eviction deletes the running stage's pods, which start again from the beginning at re-admission. "+
