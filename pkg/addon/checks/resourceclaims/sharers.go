@@ -1,4 +1,4 @@
-package webhook
+package resourceclaims
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// tooManySharers refuses, at path (rj's templates annotation), a ReplicatedJob whose Jobs run
+// TooManySharers refuses, at path (rj's templates annotation), a ReplicatedJob whose Jobs run
 // more pods at once than one claim reserved for each pod serves, unless its claims go on the
 // Job's PodGroup.
-func tooManySharers(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, templates int, path *field.Path) *field.Error {
+func TooManySharers(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, templates int, path *field.Path) *field.Error {
 	pods := jobsets.PodsPerJob(rj)
 	if pods <= jobsets.MaxClaimSharers || jobsets.ClaimsOnPodGroup(js, rj.Name, templates) {
 		return nil
@@ -26,12 +26,12 @@ func tooManySharers(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob,
 		rj.Name, pods, jobsets.MaxClaimSharers, jobsets.MaxClaimSharers, contract.SchedulerAnnotationKey, contract.SchedulerKubernetes, contract.CompositeAnnotationKey, jobsets.MaxPodGroupClaims))
 }
 
-// scaledPastSharers re-checks the claims' limit on an UPDATE that raises how many pods a Job of
+// ScaledPastSharers re-checks the claims' limit on an UPDATE that raises how many pods a Job of
 // a ReplicatedJob with templates runs at once: JobSet's ElasticJobSet gate lets parallelism and
 // completions change on a running JobSet, and JobSet then patches the running Jobs, whose pods
 // past the limit would wait forever for their claim. A ReplicatedJob that does not grow is not
 // refused again (it was admitted as it is).
-func scaledPastSharers(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
+func ScaledPastSharers(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
 	var errs field.ErrorList
 	for i := range newJS.Spec.ReplicatedJobs {
 		rj := &newJS.Spec.ReplicatedJobs[i]
@@ -48,7 +48,7 @@ func scaledPastSharers(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
 		if len(parseErrs) > 0 {
 			continue // refused as immutable, or admitted without the webhook: not this check's to judge
 		}
-		if err := tooManySharers(newJS, rj, len(templates), path); err != nil {
+		if err := TooManySharers(newJS, rj, len(templates), path); err != nil {
 			errs = append(errs, err)
 		}
 	}
