@@ -1,9 +1,11 @@
-// Package gang reads a JobSet that asks for gang scheduling (contract.SchedulerAnnotationKey) and
-// says what its gangs are: one per stage of contract.Stages, each with the pods it must place
-// together and the resources they request. The webhooks inject and validate from it, and the
-// controller builds PodGroups from it, so that the three agree. What each scheduler makes of a
-// gang is package backend's.
-package gang
+// Package podgroups reads a JobSet that asks for gang scheduling (contract.SchedulerAnnotationKey)
+// and says what its gangs are: one per stage of contract.Stages, each with the pods it must
+// place together and the resources they request. The podgroups webhooks inject and validate
+// from it, and its controller builds PodGroups from it, so that the three agree. It holds the
+// checks of the JobSet webhook that need no cluster too (ValidateCreate, Warnings: the
+// settings, the gangs, what each scheduler's objects cannot hold), which kubectl jobset-addons
+// lint runs offline. What each scheduler makes of a gang is the controller's backend package's.
+package podgroups
 
 import (
 	"fmt"
