@@ -31,6 +31,8 @@ func main() {
 		switch args[0] {
 		case "lint":
 			os.Exit(Lint(args[1:], os.Stdin, os.Stdout, os.Stderr))
+		case "explain":
+			os.Exit(Explain(args[1:], os.Stdout, os.Stderr))
 		}
 	}
 	if err := run(context.Background(), args, os.Stdout); err != nil {
