@@ -101,6 +101,7 @@ func report(out io.Writer, format string, findings []finding) error {
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(findings)
 	}
 	for _, f := range findings {
