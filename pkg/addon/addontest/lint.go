@@ -71,6 +71,30 @@ func FieldErrors(errs field.ErrorList) []string {
 	return out
 }
 
+// CorpusCase is the values of one parser's fuzz corpus (Target, a directory of
+// pkg/contract/testdata/fuzz) set in a JobSet (Build), and which of them the parser refuses
+// (Bad).
+type CorpusCase struct {
+	Target string
+	Build  func(value string) *jobsetv1alpha2.JobSet
+	Bad    func(value string) bool
+}
+
+// LintAgreesOnCorpora runs LintAgrees on each case's corpus, read from dir (the path of
+// pkg/contract/testdata/fuzz), and fails a case none of whose values is refused.
+func LintAgreesOnCorpora(t *testing.T, dir string, admit func(*jobsetv1alpha2.JobSet) ([]string, error),
+	lint func(*jobsetv1alpha2.JobSet) (field.ErrorList, []string), cases ...CorpusCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Target, func(t *testing.T) {
+			values := Corpus(t, filepath.Join(dir, c.Target))
+			if refused := LintAgrees(t, values, c.Build, admit, lint, c.Bad); refused == 0 {
+				t.Errorf("none of the %d values was refused", len(values))
+			}
+		})
+	}
+}
+
 // LintAgrees checks that kubectl jobset-addons lint (lint: checks.Check) judges the JobSet
 // build makes of each value as the webhook does (admit: its mutating then validating webhook on
 // CREATE, without dry runs): the same field errors, each "field: message", and the same

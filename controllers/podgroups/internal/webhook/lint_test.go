@@ -31,37 +31,26 @@ func TestLintAgrees(t *testing.T) {
 		}
 		return w.ValidateCreate(context.Background(), js)
 	}
-	for _, tc := range []struct {
-		target string
-		build  func(value string) *jobsetv1alpha2.JobSet
-		bad    func(value string) bool
-	}{
-		{
-			target: "FuzzParseScheduler",
-			build: func(v string) *jobsetv1alpha2.JobSet {
+	addontest.LintAgreesOnCorpora(t, "../../../../pkg/contract/testdata/fuzz", admit, checks.Check,
+		addontest.CorpusCase{
+			Target: "FuzzParseScheduler",
+			Build: func(v string) *jobsetv1alpha2.JobSet {
 				return base().Annotation(contract.SchedulerAnnotationKey, v).Obj()
 			},
-			bad: func(v string) bool {
+			Bad: func(v string) bool {
 				_, errs := contract.ParseScheduler(v, contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey))
 				return len(errs) > 0
 			},
 		},
-		{
-			target: "FuzzParseNetworkTopology",
-			build: func(v string) *jobsetv1alpha2.JobSet {
+		addontest.CorpusCase{
+			Target: "FuzzParseNetworkTopology",
+			Build: func(v string) *jobsetv1alpha2.JobSet {
 				return base().Annotate(contract.SchedulerAnnotationKey, string(contract.SchedulerVolcano), contract.NetworkTopologyAnnotationKey, v).Obj()
 			},
-			bad: func(v string) bool {
+			Bad: func(v string) bool {
 				_, errs := contract.ParseNetworkTopology(v, contract.JobSetAnnotationPath(contract.NetworkTopologyAnnotationKey))
 				return len(errs) > 0
 			},
 		},
-	} {
-		t.Run(tc.target, func(t *testing.T) {
-			values := addontest.Corpus(t, "../../../../pkg/contract/testdata/fuzz/"+tc.target)
-			if refused := addontest.LintAgrees(t, values, tc.build, admit, checks.Check, tc.bad); refused == 0 {
-				t.Errorf("none of the %d values was refused", len(values))
-			}
-		})
-	}
+	)
 }

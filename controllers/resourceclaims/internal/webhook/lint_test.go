@@ -15,20 +15,19 @@ import (
 // JobSet Kueue queues, kubectl jobset-addons lint refuses with the fields and messages of this
 // webhook's refusal and gives its Warnings; every value the parser refuses is refused.
 func TestLintAgrees(t *testing.T) {
-	values := addontest.Corpus(t, "../../../../pkg/contract/testdata/fuzz/FuzzParseResourceClaimTemplates")
-	build := func(value string) *jobsetv1alpha2.JobSet {
-		js := testJobSet(value, nil)
-		js.Labels = map[string]string{contract.KueueQueueNameLabelKey: "team-a"}
-		return js
-	}
 	admit := func(js *jobsetv1alpha2.JobSet) ([]string, error) {
 		return (&JobSetWebhook{Gates: gates(t, true)}).ValidateCreate(context.Background(), js)
 	}
-	bad := func(value string) bool {
-		_, errs := contract.ParseResourceClaimTemplates(value, contract.ReplicatedJobAnnotationPath(1, contract.TemplatesAnnotationKey))
-		return len(errs) > 0
-	}
-	if refused := addontest.LintAgrees(t, values, build, admit, checks.Check, bad); refused == 0 {
-		t.Errorf("none of the %d values was refused", len(values))
-	}
+	addontest.LintAgreesOnCorpora(t, "../../../../pkg/contract/testdata/fuzz", admit, checks.Check, addontest.CorpusCase{
+		Target: "FuzzParseResourceClaimTemplates",
+		Build: func(value string) *jobsetv1alpha2.JobSet {
+			js := testJobSet(value, nil)
+			js.Labels = map[string]string{contract.KueueQueueNameLabelKey: "team-a"}
+			return js
+		},
+		Bad: func(value string) bool {
+			_, errs := contract.ParseResourceClaimTemplates(value, contract.ReplicatedJobAnnotationPath(1, contract.TemplatesAnnotationKey))
+			return len(errs) > 0
+		},
+	})
 }

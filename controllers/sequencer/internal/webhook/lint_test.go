@@ -27,48 +27,37 @@ func TestLintAgrees(t *testing.T) {
 		}
 		return w.ValidateCreate(context.Background(), js)
 	}
-	for _, tc := range []struct {
-		target string
-		build  func(value string) *jobsetv1alpha2.JobSet
-		bad    func(value string) bool
-	}{
-		{
-			target: "FuzzParseDependsOn",
-			build: func(v string) *jobsetv1alpha2.JobSet {
+	addontest.LintAgreesOnCorpora(t, "../../../../pkg/contract/testdata/fuzz", admit, checks.Check,
+		addontest.CorpusCase{
+			Target: "FuzzParseDependsOn",
+			Build: func(v string) *jobsetv1alpha2.JobSet {
 				return base().ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b"),
 					addontest.ReplicatedJob("c").Replicas(2).DependsOnAnnotation(v)).Obj()
 			},
-			bad: func(v string) bool {
+			Bad: func(v string) bool {
 				_, errs := contract.ParseDependsOn(v, contract.ReplicatedJobAnnotationPath(2, contract.DependsOnAnnotationKey))
 				return len(errs) > 0
 			},
 		},
-		{
-			target: "FuzzParseExecutionPolicy",
-			build: func(v string) *jobsetv1alpha2.JobSet {
+		addontest.CorpusCase{
+			Target: "FuzzParseExecutionPolicy",
+			Build: func(v string) *jobsetv1alpha2.JobSet {
 				return base().Annotation(contract.ExecutionPolicyAnnotationKey, v).ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b")).Obj()
 			},
-			bad: func(v string) bool {
+			Bad: func(v string) bool {
 				_, errs := contract.ParseExecutionPolicy(v, contract.JobSetAnnotationPath(contract.ExecutionPolicyAnnotationKey))
 				return len(errs) > 0
 			},
 		},
-		{
-			target: "FuzzParseWaitFor",
-			build: func(v string) *jobsetv1alpha2.JobSet {
+		addontest.CorpusCase{
+			Target: "FuzzParseWaitFor",
+			Build: func(v string) *jobsetv1alpha2.JobSet {
 				return base().InOrder().Annotation(contract.WaitForAnnotationKey, v).ReplicatedJobs(addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b")).Obj()
 			},
-			bad: func(v string) bool {
+			Bad: func(v string) bool {
 				_, errs := contract.ParseWaitFor(v, contract.JobSetAnnotationPath(contract.WaitForAnnotationKey))
 				return len(errs) > 0
 			},
 		},
-	} {
-		t.Run(tc.target, func(t *testing.T) {
-			values := addontest.Corpus(t, "../../../../pkg/contract/testdata/fuzz/"+tc.target)
-			if refused := addontest.LintAgrees(t, values, tc.build, admit, checks.Check, tc.bad); refused == 0 {
-				t.Errorf("none of the %d values was refused", len(values))
-			}
-		})
-	}
+	)
 }

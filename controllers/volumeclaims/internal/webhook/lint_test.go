@@ -17,13 +17,6 @@ import (
 // the fields and messages of this webhook's refusal and gives its Warnings; every value the
 // parser refuses is refused.
 func TestLintAgrees(t *testing.T) {
-	values := addontest.Corpus(t, "../../../../pkg/contract/testdata/fuzz/FuzzParseVolumeClaimPolicies")
-	build := func(value string) *jobsetv1alpha2.JobSet {
-		return addontest.JobSet("default", "train").Annotation(contract.PoliciesAnnotationKey, value).ReplicatedJobs(
-			addontest.ReplicatedJob("initializer").Mount("data", "d", "x"),
-			addontest.ReplicatedJob("node").Replicas(2).Pods(2).Mount("data", "checkpoint"),
-		).Obj()
-	}
 	admit := func(js *jobsetv1alpha2.JobSet) ([]string, error) {
 		w := &JobSetWebhook{}
 		if err := w.Default(context.Background(), js); err != nil {
@@ -31,11 +24,17 @@ func TestLintAgrees(t *testing.T) {
 		}
 		return w.ValidateCreate(context.Background(), js)
 	}
-	bad := func(value string) bool {
-		_, errs := contract.ParseVolumeClaimPolicies(value, policy.AnnotationPath)
-		return len(errs) > 0
-	}
-	if refused := addontest.LintAgrees(t, values, build, admit, checks.Check, bad); refused == 0 {
-		t.Errorf("none of the %d values was refused", len(values))
-	}
+	addontest.LintAgreesOnCorpora(t, "../../../../pkg/contract/testdata/fuzz", admit, checks.Check, addontest.CorpusCase{
+		Target: "FuzzParseVolumeClaimPolicies",
+		Build: func(value string) *jobsetv1alpha2.JobSet {
+			return addontest.JobSet("default", "train").Annotation(contract.PoliciesAnnotationKey, value).ReplicatedJobs(
+				addontest.ReplicatedJob("initializer").Mount("data", "d", "x"),
+				addontest.ReplicatedJob("node").Replicas(2).Pods(2).Mount("data", "checkpoint"),
+			).Obj()
+		},
+		Bad: func(value string) bool {
+			_, errs := contract.ParseVolumeClaimPolicies(value, policy.AnnotationPath)
+			return len(errs) > 0
+		},
+	})
 }
