@@ -63,7 +63,7 @@ func Explain(args []string, out, errOut io.Writer) int {
 	fs.SetOutput(errOut)
 	fs.Usage = func() { fmt.Fprintln(errOut, explainUsage) }
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return helpOr2(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -64,7 +65,7 @@ func Lint(args []string, stdin io.Reader, out, errOut io.Writer) int {
 	files := fs.StringArrayP("filename", "f", nil, "a manifest file, a directory of them, or - for standard input (repeatable)")
 	output := fs.StringP("output", "o", "text", "text, or json (a list of {file, kind, name, field, message, warning})")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return helpOr2(err)
 	}
 	if len(*files) == 0 || fs.NArg() > 0 || (*output != "text" && *output != "json") {
 		fs.Usage()
@@ -135,4 +136,12 @@ func lintObject(o object) []finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// helpOr2 is the exit status of a command whose flags did not parse: 0 for --help, else 2.
+func helpOr2(err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	return 2
 }

@@ -72,7 +72,8 @@ func TestLint(t *testing.T) {
 			wantErrOut: "kubectl jobset-addons lint: -: error converting YAML to JSON: yaml: line 1: did not find expected node content\n"},
 		"a file that does not exist": {args: []string{"-f", "testdata/lint/none.yaml"}, wantCode: 2,
 			wantErrOut: "kubectl jobset-addons lint: stat testdata/lint/none.yaml: no such file or directory\n"},
-		"no -f": {args: nil, wantCode: 2},
+		"no -f":  {args: nil, wantCode: 2},
+		"--help": {args: []string{"--help"}, wantCode: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
