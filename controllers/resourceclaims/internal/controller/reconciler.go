@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -350,7 +349,8 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 		return nil
 	}
 	var out outcome
-	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), len(work), func(i int) {
+	// Each call's failure is gathered in out, to be told with one event per Job and kind.
+	_ = addon.ForEach(ctx, r.Workers, len(work), func(i int) error {
 		a := work[i]
 		switch {
 		case a.create != nil:
@@ -371,6 +371,7 @@ func (r *Reconciler) run(ctx context.Context, js *jobsetv1alpha2.JobSet, work []
 				out.add(a.jobName, "failed", a.delete.Name, fmt.Errorf("deleting %s: %w", a.delete.Name, err))
 			}
 		}
+		return nil
 	})
 	jobNames := make([]string, 0, len(out.byJob))
 	for j := range out.byJob {
