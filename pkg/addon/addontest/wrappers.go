@@ -520,3 +520,9 @@ func set(m map[string]string, key, value string) map[string]string {
 	m[key] = value
 	return m
 }
+
+// ControlledBy makes the Job j the pod's controller, as the Job controller does.
+func (w *PodWrapper) ControlledBy(j *batchv1.Job) *PodWrapper {
+	w.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	return w
+}
