@@ -99,7 +99,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 
 // Reconcile releases the stages whose predecessors hold, and their pods: read the stages, take
 // back the releases of a suspended JobSet, decide from the JobSet's own Jobs what is released,
-// ungate those pods, record the releases, then tell them.
+// ungate those pods, record the releases, then tell them. The pods first, straight from the
+// Jobs' state: the hand-off waits for neither the annotation (and the JobSet webhooks it goes
+// through) nor the JobSet's status. A crash in between loses nothing: the next reconcile
+// derives the same releases from the Jobs.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	start := r.Clock.Now()
 	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
@@ -128,10 +131,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	prev, hadPrev := r.previous(js)
 	d := decide(js, stages, prev, tally(jobs, attempt), attempt)
 	ctrl.LoggerFrom(ctx).V(2).Info("Reconciling", "attempt", attempt, "released", d.released.ReplicatedJobs, "newly", len(d.newly))
-
-	// The pods first, straight from the Jobs' state: the hand-off waits for neither the
-	// annotation (and the JobSet webhooks it goes through) nor the JobSet's status. A crash
-	// in between loses nothing: the next reconcile derives the same releases from the Jobs.
 	podErr := r.releasePods(ctx, js, of, sets.New(d.released.ReplicatedJobs...), attempt)
 	annErr := r.recordReleased(ctx, js, d.released, hadPrev)
 	if annErr == nil {
