@@ -77,8 +77,8 @@ func main() {
 			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			all := backend.All(names)
-			installed, err := installedBackends(mgr, all)
+			backends := backend.NewRegistry(names)
+			installed, err := installedBackends(mgr, backends.All())
 			if err != nil {
 				return err
 			}
@@ -94,6 +94,7 @@ func main() {
 				APIReader:    mgr.GetAPIReader(),
 				Recorder:     addon.EventRecorder(mgr, "podgroups.jobset-addons.io"),
 				Clock:        clock.RealClock{},
+				Backends:     backends,
 				Installed:    installed,
 				Composites:   composites,
 				DefaultQueue: defaultQueue,
@@ -103,7 +104,7 @@ func main() {
 				return err
 			}
 			w := &webhook.JobSetWebhook{
-				Backends:     all,
+				Backends:     backends.All(),
 				Installed:    func(s contract.Scheduler) bool { return installed[s] != nil },
 				Classes:      r,
 				Claims:       &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
