@@ -22,8 +22,8 @@ import (
 )
 
 func main() {
-	var concurrency, workers, webhookBurst int
-	var webhookQPS float32
+	var workers int
+	var common addon.ControllerFlags
 	addon.Main(addon.Options{
 		Name: "volumeclaims",
 		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench ADDON=volumeclaims).
@@ -40,13 +40,11 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			common.Bind(fs, 10, "", "PVC templates")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
-			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of PVC templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
-			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr, webhookQPS, webhookBurst); err != nil {
+			if err := webhook.Register(mgr, common.WebhookQPS, common.WebhookBurst); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
@@ -55,7 +53,7 @@ func main() {
 				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
 				Workers:  workers,
 			}
-			return r.SetupWithManager(ctx, mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, common.ConcurrentReconciles)
 		},
 	})
 }
