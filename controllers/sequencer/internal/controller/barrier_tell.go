@@ -144,11 +144,7 @@ func (r *BarrierReconciler) forgetWritten(key types.NamespacedName) {
 	delete(r.written, key)
 }
 
+// tracker is r.told, made on first use.
 func (r *BarrierReconciler) tracker() *addon.Changed {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.told == nil {
-		r.told = &addon.Changed{TTL: addon.MadeTTL, Clock: r.Clock}
-	}
-	return r.told
+	return madeOnFirstUse(&r.mu, &r.told, r.Clock)
 }

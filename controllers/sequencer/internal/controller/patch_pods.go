@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
@@ -35,4 +37,15 @@ func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1
 		tracker.Wrote(&before)
 		return nil
 	})
+}
+
+// madeOnFirstUse is *c, the pods written that the cache does not show yet, made (under mu) on
+// first use.
+func madeOnFirstUse(mu *sync.Mutex, c **addon.Changed, clk clock.Clock) *addon.Changed {
+	mu.Lock()
+	defer mu.Unlock()
+	if *c == nil {
+		*c = &addon.Changed{TTL: addon.MadeTTL, Clock: clk}
+	}
+	return *c
 }

@@ -55,10 +55,5 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 
 // releasedTracker is r.released, made on first use.
 func (r *Reconciler) releasedTracker() *addon.Changed {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.released == nil {
-		r.released = &addon.Changed{TTL: addon.MadeTTL, Clock: r.Clock}
-	}
-	return r.released
+	return madeOnFirstUse(&r.mu, &r.released, r.Clock)
 }
