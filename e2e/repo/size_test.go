@@ -23,9 +23,8 @@ const (
 // sizeExceptions are the files and functions (path, or path:func) past those limits, each until
 // it is split. An entry that is within the limits again fails the test: remove it.
 var sizeExceptions = []string{
-	"pkg/contract/parse.go",
 	"pkg/contract/parse.go:decode",
-	"pkg/contract/parse.go:structFields",
+	"pkg/contract/jsonfields.go:structFields",
 	"pkg/contract/stages.go:buildGraph",
 	"controllers/volumeclaims/internal/controller/reconciler.go",
 	"controllers/volumeclaims/internal/controller/reconciler.go:Reconcile",
