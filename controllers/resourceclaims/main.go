@@ -26,9 +26,10 @@ import (
 )
 
 func main() {
-	var concurrency, workers int
-	var adoptQPS, webhookQPS float32
-	var adoptBurst, webhookBurst int
+	var workers int
+	var adoptQPS float32
+	var adoptBurst int
+	var common addon.ControllerFlags
 	addon.Main(addon.Options{
 		Name:         "resourceclaims",
 		QPS:          200,
@@ -54,15 +55,13 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			common.Bind(fs, 10, "", "claim templates")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
 			fs.Float32Var(&adoptQPS, "adopt-qps", 50, "Queries per second for handing claims made ahead of their Jobs to the Jobs, apart from --kube-api-qps, so that this housekeeping never delays a claim's creation")
 			fs.IntVar(&adoptBurst, "adopt-burst", 100, "Burst for --adopt-qps")
-			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of claim templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
-			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, gates featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr, gates, webhookQPS, webhookBurst); err != nil {
+			if err := webhook.Register(mgr, gates, common.WebhookQPS, common.WebhookBurst); err != nil {
 				return err
 			}
 			rc := rest.CopyConfig(mgr.GetConfig())
@@ -79,7 +78,7 @@ func main() {
 				Gates:     gates,
 				Workers:   workers,
 			}
-			return r.SetupWithManager(ctx, mgr, concurrency)
+			return r.SetupWithManager(ctx, mgr, common.ConcurrentReconciles)
 		},
 	})
 }

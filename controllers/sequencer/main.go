@@ -28,8 +28,8 @@ import (
 )
 
 func main() {
-	var concurrency, workers, webhookBurst int
-	var webhookQPS float32
+	var workers int
+	var common addon.ControllerFlags
 	var barrier barrierFlags
 	// The barrier pods' cache, made by Setup: jobset_addons_jobsets_waiting{reason="barrier"}
 	// reads it.
@@ -66,10 +66,8 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 50, "JobSets reconciled at once (a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others)")
+			common.Bind(fs, 50, "a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others", "barrier pods")
 			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases (or tells their start barrier) at once")
-			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of barrier pods, apart from --kube-api-qps, so that admission never waits behind the reconciler")
-			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 			barrier.add(fs)
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
@@ -77,7 +75,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			if err := webhook.Register(mgr, settings, webhookQPS, webhookBurst); err != nil {
+			if err := webhook.Register(mgr, settings, common.WebhookQPS, common.WebhookBurst); err != nil {
 				return err
 			}
 			if err := controller.IndexFields(ctx, mgr); err != nil {
@@ -97,7 +95,7 @@ func main() {
 				Clock:    clock.RealClock{},
 				Workers:  workers,
 			}
-			if err := r.SetupWithManager(mgr, concurrency); err != nil {
+			if err := r.SetupWithManager(mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
 			pods, err := controller.BarrierPodCache(mgr)
@@ -112,7 +110,7 @@ func main() {
 				Clock:    clock.RealClock{},
 				Workers:  workers,
 			}
-			return b.SetupWithManager(mgr, pods, concurrency)
+			return b.SetupWithManager(mgr, pods, common.ConcurrentReconciles)
 		},
 	})
 }

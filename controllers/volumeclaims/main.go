@@ -22,8 +22,8 @@ import (
 )
 
 func main() {
-	var concurrency, workers, webhookBurst int
-	var webhookQPS float32
+	var workers int
+	var common addon.ControllerFlags
 	addon.Main(addon.Options{
 		Name: "volumeclaims",
 		// 2,000 per-pod PVCs in under 15 s on the testbed (make bench ADDON=volumeclaims).
@@ -40,13 +40,11 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			fs.IntVar(&concurrency, "concurrent-reconciles", 10, "JobSets reconciled at once")
+			common.Bind(fs, 10, "", "PVC templates")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
-			fs.Float32Var(&webhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of PVC templates, apart from --kube-api-qps, so that admission never waits behind the reconciler")
-			fs.IntVar(&webhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			if err := webhook.Register(mgr, webhookQPS, webhookBurst); err != nil {
+			if err := webhook.Register(mgr, common.WebhookQPS, common.WebhookBurst); err != nil {
 				return err
 			}
 			rec := addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io")
@@ -56,15 +54,15 @@ func main() {
 				Recorder: rec,
 				Workers:  workers,
 			}
-			if err := r.SetupWithManager(ctx, mgr, concurrency); err != nil {
+			if err := r.SetupWithManager(ctx, mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
 			e := &controller.Expiry{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
-			if err := e.SetupWithManager(mgr, concurrency); err != nil {
+			if err := e.SetupWithManager(mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
 			n := &controller.NodeLoss{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
-			return n.SetupWithManager(mgr, concurrency)
+			return n.SetupWithManager(mgr, common.ConcurrentReconciles)
 		},
 	})
 }

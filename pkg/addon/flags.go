@@ -140,3 +140,25 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// ControllerFlags are the flags every controller declares beside the shared runtime's, each
+// with its own default: how many JobSets it reconciles at once, and the rate limit of its JobSet
+// webhook's dry runs (NewDryRunClient).
+type ControllerFlags struct {
+	ConcurrentReconciles int
+	WebhookQPS           float32
+	WebhookBurst         int
+}
+
+// Bind registers --concurrent-reconciles (default concurrency; why, if not empty, says why that
+// many), --webhook-api-qps (100) and --webhook-api-burst (200) on fs; dryRunsOf names what the
+// JobSet webhook dry-runs ("PVC templates").
+func (f *ControllerFlags) Bind(fs *pflag.FlagSet, concurrency int, why, dryRunsOf string) {
+	help := "JobSets reconciled at once"
+	if why != "" {
+		help += " (" + why + ")"
+	}
+	fs.IntVar(&f.ConcurrentReconciles, "concurrent-reconciles", concurrency, help)
+	fs.Float32Var(&f.WebhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of "+dryRunsOf+", apart from --kube-api-qps, so that admission never waits behind the reconciler")
+	fs.IntVar(&f.WebhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
+}

@@ -25,6 +25,18 @@ func ObserveReconcile(h *prometheus.HistogramVec, d time.Duration, err error) {
 	h.WithLabelValues(result).Observe(d.Seconds())
 }
 
+// ReconcileDuration is a histogram of one reconcile's duration, API calls included, by result
+// (ObserveReconcile): name is its full name (jobset_addons_<add-on>_reconcile_duration_seconds),
+// what names the reconcile ("JobSet") in its help, smallest is its smallest bucket (15 buckets,
+// each twice the one before). The caller registers it.
+func ReconcileDuration(name, what string, smallest float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    name,
+		Help:    "Time of one " + what + " reconcile, API calls included, by result (success, error).",
+		Buckets: prometheus.ExponentialBuckets(smallest, 2, 15),
+	}, []string{"result"})
+}
+
 // The metrics every add-on shares (docs/metrics.md). Run registers them with the label addon
 // (Options.Name) on controller-runtime's registry; before that (unit tests) they count unseen.
 var (

@@ -35,29 +35,35 @@ func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 {
 }
 
 // ClaimsOnPodGroup tells whether the per-Job claims (resourceclaims' templates, templates of
-// them) of the JobSet's ReplicatedJob rj go on its Job's PodGroup, where kube-scheduler reserves
-// each for the PodGroup rather than for each pod (feature gate DRAWorkloadResourceClaims), so
-// that more than MaxClaimSharers pods may share one. That is so when the JobSet asks podgroups
-// for scheduler kubernetes, and either gangs each Job as a PodGroup of its own
-// (contract.CompositeAnnotationKey) or rj has one Job (replicas 1) and is alone in its stage, so
-// that the stage's PodGroup gangs that Job's pods and no other's; and rj has at most
-// MaxPodGroupClaims templates. podgroups then writes the claims into that PodGroup; resourceclaims lets such a Job
-// have more than MaxClaimSharers pods (podgroups refuses it where the apiserver drops a
-// PodGroup's claims).
+// them) of the JobSet's ReplicatedJob rj go on its Job's PodGroup (PodGroupTakesClaims), read
+// from the JobSet's annotations; templates is how many rj has. podgroups then writes the claims
+// into that PodGroup; resourceclaims lets such a Job have more than MaxClaimSharers pods
+// (podgroups refuses it where the apiserver drops a PodGroup's claims).
 func ClaimsOnPodGroup(js *jobsetv1alpha2.JobSet, rj string, templates int) bool {
-	if s, errs := contract.ParseScheduler(js.Annotations[contract.SchedulerAnnotationKey], nil); len(errs) > 0 || s != contract.SchedulerKubernetes {
-		return false
-	}
+	s, errs := contract.ParseScheduler(js.Annotations[contract.SchedulerAnnotationKey], nil)
 	r := ReplicatedJob(js, rj)
-	if r == nil || templates < 1 || templates > MaxPodGroupClaims {
+	if len(errs) > 0 || r == nil {
 		return false
 	}
-	if composite, errs := contract.ParseComposite(js.Annotations[contract.CompositeAnnotationKey], nil); len(errs) == 0 && composite {
-		return true // each Job is a PodGroup of its own
-	}
-	if r.Replicas != 1 {
-		return false
-	}
+	composite, errs := contract.ParseComposite(js.Annotations[contract.CompositeAnnotationKey], nil)
+	return PodGroupTakesClaims(s == contract.SchedulerKubernetes, len(errs) == 0 && composite, aloneInStage(js, rj), r.Replicas, templates)
+}
+
+// PodGroupTakesClaims is the rule, in one place, for whether the per-Job claims of a
+// ReplicatedJob go on its Job's PodGroup, where kube-scheduler reserves each for the PodGroup
+// rather than for each pod (feature gate DRAWorkloadResourceClaims), so that more than
+// MaxClaimSharers pods may share one: the JobSet asks podgroups for scheduler kubernetes
+// (kubernetes), whose PodGroups list claims; it gangs each Job as a PodGroup of its own
+// (composite), or the ReplicatedJob has one Job (replicas) and is alone in its stage, so that
+// the stage's PodGroup gangs that Job's pods and no other's; and the ReplicatedJob has from one
+// to MaxPodGroupClaims templates. ClaimsOnPodGroup reads it from a JobSet; podgroups from the
+// settings and stages it has read already.
+func PodGroupTakesClaims(kubernetes, composite, aloneInStage bool, replicas int32, templates int) bool {
+	return kubernetes && templates >= 1 && templates <= MaxPodGroupClaims && (composite || (replicas == 1 && aloneInStage))
+}
+
+// aloneInStage tells whether the ReplicatedJob rj is the only one of its stage.
+func aloneInStage(js *jobsetv1alpha2.JobSet, rj string) bool {
 	stages, errs := Stages(js)
 	if len(errs) > 0 {
 		return false

@@ -2,6 +2,7 @@ package jobsets
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -80,4 +81,14 @@ func (m Members) PodOf(p *corev1.Pod) (replicatedJob string, attempt int32, ok b
 		return "", -1, false
 	}
 	return j.Labels[contract.ReplicatedJobNameLabelKey], AttemptOf(j.Labels), true
+}
+
+// Jobs are the member Jobs, by name.
+func (m Members) Jobs() []batchv1.Job {
+	out := make([]batchv1.Job, 0, len(m))
+	for _, j := range m {
+		out = append(out, *j)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
 }

@@ -114,17 +114,28 @@ func All(n Names) []Backend {
 	}
 }
 
-// ByScheduler are the backends by their Scheduler.
-func ByScheduler(backends []Backend) map[contract.Scheduler]Backend {
-	out := map[contract.Scheduler]Backend{}
-	for _, b := range backends {
-		out[b.Scheduler()] = b
-	}
-	return out
+// Registry is every backend, made once from the schedulers' names, and each by its scheduler:
+// the one place the controller's start, its webhook and its reconciler find a scheduler's
+// backend.
+type Registry struct {
+	all []Backend
+	by  map[contract.Scheduler]Backend
 }
 
+// NewRegistry makes every backend (All).
+func NewRegistry(n Names) *Registry {
+	r := &Registry{all: All(n), by: map[contract.Scheduler]Backend{}}
+	for _, b := range r.all {
+		r.by[b.Scheduler()] = b
+	}
+	return r
+}
+
+// All are the backends, in a fixed order.
+func (r *Registry) All() []Backend { return r.all }
+
 // For is the backend of scheduler s, nil for an unknown one.
-func For(s contract.Scheduler, n Names) Backend { return ByScheduler(All(n))[s] }
+func (r *Registry) For(s contract.Scheduler) Backend { return r.by[s] }
 
 // Kinds are the kinds b writes: its Workload, if it has one, and its PodGroup.
 func Kinds(b Backend) []schema.GroupVersionKind {

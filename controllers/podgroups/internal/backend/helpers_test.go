@@ -13,8 +13,9 @@ import (
 
 // Distinct schedulerNames, so that a backend swapped for the other shows.
 var (
-	backends    = All(Names{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"})
-	byScheduler = ByScheduler(backends)
+	registry    = NewRegistry(Names{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"})
+	backends    = registry.All()
+	byScheduler = registry.by
 )
 
 const inOrder = contract.ExecutionPolicyAnnotationKey

@@ -90,11 +90,7 @@ var (
 		Name: "jobset_addons_podgroups_errors_total",
 		Help: "Errors, by reason (list, create, update, delete, invalid, not-admitted, not-installed, name-taken).",
 	}, []string{"reason"})
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "jobset_addons_podgroups_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
-	}, []string{"result"})
+	reconcileDuration = addon.ReconcileDuration("jobset_addons_podgroups_reconcile_duration_seconds", "JobSet", 0.0005)
 )
 
 func init() {

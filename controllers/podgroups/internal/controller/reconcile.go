@@ -76,7 +76,7 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet) (p plan, ok bool) {
 	if b == nil {
 		r.warnOnce(js, ReasonSchedulerNotInstalled, "not-installed",
 			"No PodGroup is made: the %s PodGroup CRD (%s) was not served when the podgroups controller started; install it and restart the controller",
-			s.Scheduler, backend.For(s.Scheduler, backend.Names{}).Kind().GroupVersion())
+			s.Scheduler, r.Backends.For(s.Scheduler).Kind().GroupVersion())
 		return p, false
 	}
 	invalid := errs.Gangs

@@ -44,6 +44,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
+	// Backends are every backend, installed or not.
+	Backends *backend.Registry
 	// Installed are the backends whose kinds the apiserver served at start.
 	Installed map[contract.Scheduler]backend.Backend
 	// DefaultQueue is the Volcano queue of a JobSet that names none.

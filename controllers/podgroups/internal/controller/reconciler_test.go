@@ -40,7 +40,7 @@ func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) *jobsetv1alpha2.JobSet {
 	if all := errs.All(); len(all) > 0 {
 		t.Fatal(all)
 	}
-	backend.Inject(backend.For(s.Scheduler, backend.Names{}), js, s, gangs)
+	backend.Inject(registry.For(s.Scheduler), js, s, gangs)
 	return js
 }
 
@@ -51,7 +51,7 @@ func podGroup(t *testing.T, js *jobsetv1alpha2.JobSet, stage int, minMember int3
 	s, gangs, _ := gang.Read(js)
 	g := gangs[stage]
 	g.MinMember = minMember
-	pg := backend.For(s.Scheduler, backend.Names{}).Build(js, g, s, "", "default")
+	pg := registry.For(s.Scheduler).Build(js, g, s, "", "default")
 	pg.SetUID(types.UID(pg.GetName() + "-uid"))
 	return pg
 }
@@ -120,7 +120,7 @@ func TestReconcile(t *testing.T) {
 	volcano := map[string]string{contract.SchedulerAnnotationKey: "volcano"}
 	sequenced := map[string]string{contract.SchedulerAnnotationKey: "volcano", contract.ExecutionPolicyAnnotationKey: "InOrder"}
 	native := map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}
-	all := backend.ByScheduler(backend.All(backend.Names{}))
+	all := installedAll()
 	cases := map[string]struct {
 		js         func(t *testing.T) *jobsetv1alpha2.JobSet
 		objs       func(t *testing.T, js *jobsetv1alpha2.JobSet) []client.Object
@@ -255,7 +255,7 @@ func TestReconcile(t *testing.T) {
 			c := fakeCluster(t, installed, tc.composites, objs...)
 			rec := events.NewFakeRecorder(100)
 			clock := clocktesting.NewFakeClock(start)
-			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: installed, DefaultQueue: "default", Composites: tc.composites,
+			r := &Reconciler{Client: c, APIReader: c, Backends: registry, Recorder: rec, Clock: clock, Installed: installed, DefaultQueue: "default", Composites: tc.composites,
 				deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
 			for range 2 {
 				if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}); err != nil {
@@ -282,7 +282,7 @@ func TestReconcile(t *testing.T) {
 // makes nothing after it (the kubernetes backend's PodGroup is not tried once its Workload was
 // refused so). Each reconcile tries again, once: an event of the namespace's deletion brings it.
 func TestNamespaceTerminating(t *testing.T) {
-	all := backend.ByScheduler(backend.All(backend.Names{}))
+	all := installedAll()
 	for _, scheduler := range []string{"volcano", "kubernetes"} {
 		t.Run(scheduler, func(t *testing.T) {
 			js := admitted(t, twoStages(map[string]string{contract.SchedulerAnnotationKey: scheduler}, false).Obj())
@@ -292,7 +292,7 @@ func TestNamespaceTerminating(t *testing.T) {
 			}).Build()
 			rec := events.NewFakeRecorder(100)
 			clock := clocktesting.NewFakeClock(start)
-			r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Clock: clock, Installed: all, DefaultQueue: "default",
+			r := &Reconciler{Client: c, APIReader: c, Backends: registry, Recorder: rec, Clock: clock, Installed: all, DefaultQueue: "default",
 				deleted: &addon.Changed{TTL: addon.MadeTTL, Clock: clock}}
 			for i := range 2 {
 				res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}})
@@ -337,4 +337,16 @@ func TestGoing(t *testing.T) {
 	if !r.going(pg) {
 		t.Error("not going with a deletionTimestamp")
 	}
+}
+
+// registry is every backend, under their default names.
+var registry = backend.NewRegistry(backend.Names{})
+
+// installedAll is every backend, installed.
+func installedAll() map[contract.Scheduler]backend.Backend {
+	all := map[contract.Scheduler]backend.Backend{}
+	for _, b := range registry.All() {
+		all[b.Scheduler()] = b
+	}
+	return all
 }

@@ -93,6 +93,13 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		}
 		return replaced, whole, nil
 	}
+	return update(ctx, r, k, whole, want)
+}
+
+// update brings whole (ours, as the apiserver has it) to want through k.adopt, and returns it
+// as changed.
+func update[T client.Object](ctx context.Context, r *Reconciler, k kind[T], whole, want T) (written, T, error) {
+	var none T
 	patchBase := whole.DeepCopyObject().(client.Object)
 	k.adopt(whole, want)
 	if err := r.Client.Patch(ctx, whole, client.MergeFrom(patchBase)); err != nil {

@@ -60,11 +60,7 @@ var (
 		Name: "jobset_addons_resourceclaims_errors_total",
 		Help: "Errors, by reason (adopt, create, refused, delete, invalid, list).",
 	}, []string{"reason"})
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "jobset_addons_resourceclaims_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-	}, []string{"result"})
+	reconcileDuration = addon.ReconcileDuration("jobset_addons_resourceclaims_reconcile_duration_seconds", "JobSet", 0.001)
 )
 
 func init() {

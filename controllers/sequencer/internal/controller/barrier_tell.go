@@ -2,16 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,46 +144,7 @@ func (r *BarrierReconciler) forgetWritten(key types.NamespacedName) {
 	delete(r.written, key)
 }
 
+// tracker is r.told, made on first use.
 func (r *BarrierReconciler) tracker() *addon.Changed {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.told == nil {
-		r.told = &addon.Changed{TTL: addon.MadeTTL, Clock: r.Clock}
-	}
-	return r.told
-}
-
-// patchPods applies patch to each pod, workers at a time, records each patched pod (as the cache
-// showed it) in tracker, and counts each pod's result in failed or done and in the objects
-// metric (a pod gone is no error).
-func patchPods(ctx context.Context, c client.Client, workers int, pods []*corev1.Pod, patch client.Patch, tracker *addon.Changed, failed, done prometheus.Counter) error {
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, max(workers, 1))
-	var wg sync.WaitGroup
-	for _, p := range pods {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			before := metav1.ObjectMeta{UID: p.UID, ResourceVersion: p.ResourceVersion} // the patch answers into p
-			err := c.Patch(ctx, p, patch)
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			if err != nil {
-				failed.Inc()
-				addon.CountObject("Pod", addon.ActionFailed, 1)
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("patching pod %s: %w", p.Name, err))
-				mu.Unlock()
-				return
-			}
-			done.Inc()
-			addon.CountObject("Pod", addon.ActionUpdated, 1)
-			tracker.Wrote(&before)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return madeOnFirstUse(&r.mu, &r.told, r.Clock)
 }

@@ -114,11 +114,7 @@ var (
 		Help:    "Time from a stage's predecessors holding (the last Complete condition of their Jobs; for Ready predecessors, the reconcile that saw them ready) to the last scheduling gate of the stage's pods lifted, by the strictest status waited for (Complete, Ready).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
 	}, []string{"waited_for"})
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "jobset_addons_sequencer_reconcile_duration_seconds",
-		Help:    "Time of one JobSet reconcile, API calls included, by result (success, error).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
-	}, []string{"result"})
+	reconcileDuration = addon.ReconcileDuration("jobset_addons_sequencer_reconcile_duration_seconds", "JobSet", 0.0005)
 )
 
 // The start barrier's.
@@ -152,11 +148,7 @@ var (
 		Name: "jobset_addons_sequencer_start_barrier_errors_total",
 		Help: "Errors of the start barrier, by reason (list, patch-pod, patch-jobset).",
 	}, []string{"reason"})
-	barrierReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "jobset_addons_sequencer_start_barrier_reconcile_duration_seconds",
-		Help:    "Time of one start barrier reconcile, API calls included, by result (success, error).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
-	}, []string{"result"})
+	barrierReconcileDuration = addon.ReconcileDuration("jobset_addons_sequencer_start_barrier_reconcile_duration_seconds", "start barrier", 0.0005)
 )
 
 func init() {

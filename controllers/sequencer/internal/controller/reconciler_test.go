@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -22,16 +24,54 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // gatedPod is pod index of ReplicatedJob rj of js in restart attempt attempt, named
-// <js>-<rj>-<index>-r<attempt>, held by the sequencer's gate and by another's.
+// <js>-<rj>-<index>-r<attempt>, held by the sequencer's gate and by another's, controlled by
+// its Job (memberJob).
 func gatedPod(js *jobsetv1alpha2.JobSet, rj string, index, attempt int) *corev1.Pod {
 	name := fmt.Sprintf("%s-%s-%d-r%d", js.Name, rj, index, attempt)
 	return addontest.Pod(js.Namespace, js.Name, rj, index, 0).Name(name).UID(name).Attempt(attempt).
+		ControlledBy(memberJob(js, rj, index, attempt)).
 		Label(contract.SequencerGatedLabelKey, contract.EnabledValue).
 		Gate("other.example.com/gate").Gate(contract.SequencerSchedulingGateValue).Obj()
+}
+
+// memberJob is Job index of ReplicatedJob rj of js in restart attempt attempt, as JobSet's
+// controller makes it (its UID its name and attempt).
+func memberJob(js *jobsetv1alpha2.JobSet, rj string, index, attempt int) *batchv1.Job {
+	j := addontest.Job(js, rj, index).ControlledBy(js).Attempt(attempt).Obj()
+	j.UID = types.UID(fmt.Sprintf("%s-r%d", j.Name, attempt))
+	return j
+}
+
+// withMemberJobs adds, to objs, the Job of each pod that objs do not hold yet (by name), and
+// gives each Job without one a UID (its name).
+func withMemberJobs(js *jobsetv1alpha2.JobSet, objs []client.Object) []client.Object {
+	jobs := map[string]bool{}
+	for _, o := range objs {
+		if j, ok := o.(*batchv1.Job); ok {
+			jobs[j.Name] = true
+			if j.UID == "" {
+				j.UID = types.UID(j.Name)
+			}
+		}
+	}
+	for _, o := range objs {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		rj, index := p.Labels[contract.ReplicatedJobNameLabelKey], p.Labels[contract.JobIndexLabelKey]
+		if name := js.Name + "-" + rj + "-" + index; !jobs[name] {
+			jobs[name] = true
+			i, _ := strconv.Atoi(index)
+			objs = append(objs, memberJob(js, rj, i, int(jobsets.AttemptOf(p.Labels))))
+		}
+	}
+	return objs
 }
 
 func TestReconcile(t *testing.T) {
@@ -76,6 +116,22 @@ func TestReconcile(t *testing.T) {
 			},
 			want: want{
 				ungated:  []string{"train-node-0-r0", "train-node-1-r0"},
+				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
+				events:   []string{ReasonStageReleased},
+			},
+		},
+		"a forged pod with the JobSet's labels, no Job of it its controller: never released": {
+			js: newJS().Obj(),
+			jobs: func(js *jobsetv1alpha2.JobSet) []*batchv1.Job {
+				return []*batchv1.Job{addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj()}
+			},
+			pods: func(js *jobsetv1alpha2.JobSet) []*corev1.Pod {
+				forged := gatedPod(js, "node", 1, 0)
+				forged.Name, forged.OwnerReferences = "forged", nil
+				return []*corev1.Pod{gatedPod(js, "node", 0, 0), forged}
+			},
+			want: want{
+				ungated:  []string{"train-node-0-r0"},
 				released: `{"restartAttempt":0,"replicatedJobs":["node"]}`,
 				events:   []string{ReasonStageReleased},
 			},
@@ -170,7 +226,7 @@ func TestReconcile(t *testing.T) {
 			for _, p := range tc.pods(js) {
 				objs = append(objs, p)
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(withMemberJobs(js, objs)...).
 				WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet).Build()
 			rec := events.NewFakeRecorder(10)
 			r := &Reconciler{Client: c, Recorder: rec, Clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), Workers: 2}
@@ -242,7 +298,7 @@ func initThenNodeClient(js *jobsetv1alpha2.JobSet, pod *corev1.Pod) *fake.Client
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
 	return fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(js, addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj(), pod).
+		WithObjects(withMemberJobs(js, []client.Object{js, addontest.Job(js, "init", 0).ControlledBy(js).Complete().Obj(), pod})...).
 		WithIndex(&batchv1.Job{}, JobSetNameIndex, ByJobSet).WithIndex(&corev1.Pod{}, JobSetNameIndex, ByJobSet)
 }
 

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -262,9 +261,9 @@ func (r *Reconciler) ours(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 	return pvc.Labels[contract.ManagedByLabelKey] == contract.VolumeClaimsManagedByValue
 }
 
-// parallel runs fn for 0..n-1, r.Workers at a time.
+// parallel runs fn for 0..n-1, r.Workers at a time (fn records its own errors).
 func (r *Reconciler) parallel(ctx context.Context, n int, fn func(i int)) {
-	workqueue.ParallelizeUntil(ctx, max(r.Workers, 1), n, fn)
+	_ = addon.ForEach(ctx, r.Workers, n, func(i int) error { fn(i); return nil })
 }
 
 func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool {

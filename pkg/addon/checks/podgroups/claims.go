@@ -12,23 +12,17 @@ import (
 )
 
 // jobClaims are, by ReplicatedJob, the resourceclaims template names that go on the PodGroup of
-// each of its Jobs, each ReplicatedJob's annotation parsed once. That is jobsets.ClaimsOnPodGroup
-// (which resourceclaims reads too), decided here from what is known already: a scheduler whose
-// PodGroups list claims, and either a composite gang (each Job a PodGroup) or a ReplicatedJob of
-// one Job alone in its stage; at most jobsets.MaxPodGroupClaims templates. Templates that do not
-// parse go nowhere: the resourceclaims webhook refuses them.
+// each of its Jobs (jobsets.PodGroupTakesClaims, the rule resourceclaims reads too), each
+// ReplicatedJob's annotation parsed once and the rule given what Read knows already. Templates
+// that do not parse go nowhere: the resourceclaims webhook refuses them.
 func jobClaims(js *jobsetv1alpha2.JobSet, s Settings, stages []contract.Stage) map[string][]string {
-	if !s.claimsOnPodGroups() {
-		return nil
-	}
 	out := map[string][]string{}
 	for _, st := range stages {
 		for _, rjName := range st.ReplicatedJobs {
 			rj := jobsets.ReplicatedJob(js, rjName)
-			if s.Composite || (len(st.ReplicatedJobs) == 1 && rj.Replicas == 1) {
-				if names := TemplateClaims(rj); names != nil {
-					out[rjName] = names
-				}
+			names, templates := templateClaims(rj)
+			if len(names) > 0 && jobsets.PodGroupTakesClaims(s.claimsOnPodGroups(), s.Composite, len(st.ReplicatedJobs) == 1, rj.Replicas, templates) {
+				out[rjName] = names
 			}
 		}
 	}
@@ -38,13 +32,23 @@ func jobClaims(js *jobsetv1alpha2.JobSet, s Settings, stages []contract.Stage) m
 // TemplateClaims are the ReplicatedJob's resourceclaims template names, but those its pod
 // template claims itself; nil when none or more than a PodGroup lists.
 func TemplateClaims(rj *jobsetv1alpha2.ReplicatedJob) []string {
-	value, ok := rj.Template.Annotations[contract.TemplatesAnnotationKey]
-	if !ok {
+	names, templates := templateClaims(rj)
+	if templates < 1 || templates > jobsets.MaxPodGroupClaims {
 		return nil
 	}
+	return names
+}
+
+// templateClaims are the ReplicatedJob's resourceclaims template names, but those its pod
+// template claims itself, and how many templates it has (0 when they do not parse).
+func templateClaims(rj *jobsetv1alpha2.ReplicatedJob) ([]string, int) {
+	value, ok := rj.Template.Annotations[contract.TemplatesAnnotationKey]
+	if !ok {
+		return nil, 0
+	}
 	templates, errs := contract.ParseResourceClaimTemplates(value, field.NewPath("templates"))
-	if len(errs) > 0 || len(templates) < 1 || len(templates) > jobsets.MaxPodGroupClaims {
-		return nil
+	if len(errs) > 0 {
+		return nil, 0
 	}
 	own := rj.Template.Spec.Template.Spec.ResourceClaims
 	var names []string
@@ -55,5 +59,5 @@ func TemplateClaims(rj *jobsetv1alpha2.ReplicatedJob) []string {
 			names = append(names, t.Name)
 		}
 	}
-	return names
+	return names, len(templates)
 }

@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// create creates a claim. One that exists already is ours for this owner or made ahead for
+// this JobSet (the cache was behind: nothing to do), ours for an earlier owner of the same
+// name (deleted, to be made again), or not ours (left alone, and told).
+func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
+	err := r.Client.Create(ctx, a.create)
+	if err == nil {
+		r.made.Created(a.create)
+		claimsCreated.Inc()
+		addon.CountObject(KindClaim, addon.ActionCreated, 1)
+		out.add(a.jobName, "created", a.create.Name, nil)
+		return
+	}
+	if addon.NamespaceTerminating(err) {
+		return // the JobSet goes with its namespace
+	}
+	if addon.Classify(err) == addon.Refused {
+		reconcileErrors.WithLabelValues("refused").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
+		out.refused.Add(a.create.Labels[contract.ResourceClaimTemplateLabelKey], a.create.Name, err)
+		out.refusedJobs.Store(a.create.Name, a.jobName)
+		return
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		reconcileErrors.WithLabelValues("create").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
+		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
+		return
+	}
+	found := &resourcev1.ResourceClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(a.create), found); err != nil {
+		reconcileErrors.WithLabelValues("create").Inc()
+		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("reading %s, which exists: %w", a.create.Name, err))
+		return
+	}
+	switch {
+	case found.Labels[contract.ManagedByLabelKey] != contract.ResourceClaimsManagedByValue:
+		claimsSkipped.WithLabelValues("name-taken").Inc()
+		if r.told.Once(a.create.OwnerReferences[0].UID, ReasonNameTaken+"/"+found.Name) { // by its Job: a user's claim is not in the cache
+			out.add(a.jobName, "taken", found.Name, nil)
+		}
+	case controlledBy(found, a.create.OwnerReferences[0].UID):
+		// Made by an earlier reconcile that the cache does not show yet.
+		r.made.Created(found)
+	case controlledBy(found, js.UID):
+		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
+		r.made.Created(found)
+	default:
+		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
+		// made again once the watch sees it gone. Until then the Job's pods wait for it.
+		if found.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, found, client.Preconditions{UID: &found.UID}); client.IgnoreNotFound(err) != nil {
+				reconcileErrors.WithLabelValues("delete").Inc()
+				out.add(a.jobName, "failed", found.Name, fmt.Errorf("deleting %s, left by an earlier owner: %w", found.Name, err))
+				return
+			}
+			claimsDeleted.WithLabelValues("stale").Inc()
+			addon.CountObject(KindClaim, addon.ActionDeleted, 1)
+			out.add(a.jobName, "deleted", found.Name, nil)
+		}
+	}
+}
+
+// delete deletes a claim (its UID as precondition); one gone already counts as deleted.
+func (r *Reconciler) delete(ctx context.Context, a action, out *outcome) {
+	err := r.Client.Delete(ctx, a.delete, client.Preconditions{UID: &a.delete.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		reconcileErrors.WithLabelValues("delete").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
+		out.add(a.jobName, "failed", a.delete.Name, fmt.Errorf("deleting %s: %w", a.delete.Name, err))
+		return
+	}
+	r.changed.Wrote(a.delete)
+	claimsDeleted.WithLabelValues(a.cause).Inc()
+	addon.CountObject(KindClaim, addon.ActionDeleted, 1)
+	out.add(a.jobName, "deleted", a.delete.Name, nil)
+}
+
+// adopt makes a claim made ahead of its Job the Job's: its only owner becomes the Job. A JSON
+// patch tests the owners first, so that it applies only to owners as they were seen; the
+// claim's status, which the scheduler and the kubelet change, does not get in the way.
+func (r *Reconciler) adopt(ctx context.Context, a action, out *outcome) {
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/ownerReferences", "value": a.adopt.OwnerReferences},
+		{"op": "replace", "path": "/metadata/ownerReferences", "value": []metav1.OwnerReference{claims.JobOwner(a.job)}},
+	}
+	data, err := json.Marshal(ops)
+	if err == nil {
+		err = r.Adopter.Patch(ctx, a.adopt.DeepCopy(), client.RawPatch(types.JSONPatchType, data))
+	}
+	if apierrors.IsInvalid(err) {
+		// The test failed: the cache showed owners the claim no longer has. Adopted already
+		// (by an earlier reconcile the cache has not caught up with) is what was wanted.
+		found := &resourcev1.ResourceClaim{}
+		if getErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(a.adopt), found); getErr == nil && controlledBy(found, a.job.UID) {
+			return
+		}
+	}
+	if err != nil {
+		reconcileErrors.WithLabelValues("adopt").Inc()
+		addon.CountObject(KindClaim, addon.ActionFailed, 1)
+		out.add(a.jobName, "failed", a.adopt.Name, fmt.Errorf("adopting %s for its Job: %w", a.adopt.Name, err))
+		return
+	}
+	r.changed.Wrote(a.adopt)
+	claimsAdopted.Inc()
+	addon.CountObject(KindClaim, addon.ActionUpdated, 1)
+}
+
+// controlledBy tells whether o's controller has the UID uid.
+func controlledBy(o metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == uid
+}
+
+func sorted(s []string) []string {
+	sort.Strings(s)
+	return s
+}
