@@ -179,3 +179,18 @@ func (t *toldRecently) forgetOld(now time.Time) {
 		t.at = make(map[string]time.Time)
 	}
 }
+
+// NamedIn are the words of a refusal's message that may be object names: the runs of the
+// characters of a DNS subdomain (a-z, 0-9, '-', '.'), without a trailing '.' or '-' (the end of
+// a sentence). An add-on's Concerns looks for the names of its objects among them, whole.
+func NamedIn(message string) map[string]bool {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(message, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '.'
+	}) {
+		if w = strings.TrimRight(w, ".-"); w != "" {
+			words[w] = true
+		}
+	}
+	return words
+}
