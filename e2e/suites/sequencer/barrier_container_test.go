@@ -2,10 +2,8 @@ package sequencer_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,24 +65,7 @@ func TestBarrierLimitRangeRefused(t *testing.T) {
 		if !containsAll(warnings, contract.StartBarrierContainerName, "minimum cpu usage per Container is 100m") {
 			t.Errorf("admission warnings %q: want one naming the barrier container and the LimitRange's minimum", warnings)
 		}
-		created := time.Now()
-		framework.Eventually(ctx, t, 30*time.Second, "PodsRefused on the JobSet", func(ctx context.Context) (bool, string, error) {
-			msgs, err := framework.EventMessages(ctx, c, js, "PodsRefused")
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return len(msgs) > 0, fmt.Sprint(msgs), nil
-		})
-		t.Logf("PodsRefused %v after the JobSet was created", time.Since(created).Round(time.Millisecond))
-		time.Sleep(5 * time.Second) // the Job controller's retries: told once
-		msgs, err := framework.EventMessages(ctx, c, js, "PodsRefused")
-		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], contract.StartBarrierContainerName) ||
-			!strings.Contains(msgs[0], "minimum cpu usage per Container is 100m") || !strings.Contains(msgs[0], "Job min-w-0") {
-			t.Errorf("PodsRefused %q (%v): want one naming the Job, the barrier container and the cause", msgs, err)
-		}
-		if out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name); !strings.Contains(out, "PodsRefused") {
-			t.Errorf("kubectl jobset-addons status does not show PodsRefused:\n%s", out)
-		}
+		framework.ExpectPodsRefused(ctx, t, cfg, c, js, contract.StartBarrierContainerName, "minimum cpu usage per Container is 100m", "Job min-w-0")
 		return ctx
 	})
 	testenv.Test(t, f)
