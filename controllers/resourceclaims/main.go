@@ -74,12 +74,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			refused := &addon.PodsRefused{
-				Client:   mgr.GetClient(),
-				Recorder: addon.EventRecorder(mgr, "resourceclaims.jobset-addons.io"),
-				Concerns: controller.PodsRefused,
-			}
-			if err := refused.SetupWithManager(mgr); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "resourceclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

@@ -54,12 +54,7 @@ func main() {
 			if err := webhook.Register(mgr, webhookQPS, webhookBurst); err != nil {
 				return err
 			}
-			refused := &addon.PodsRefused{
-				Client:   mgr.GetClient(),
-				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
-				Concerns: controller.PodsRefused,
-			}
-			if err := refused.SetupWithManager(mgr); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "volumeclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

@@ -18,16 +18,19 @@ import (
 // RefusePods makes a ValidatingAdmissionPolicy, bound with Deny to the namespace ns, that refuses
 // the pods for which expression is false, with the message messageExpression makes: a platform's
 // rule on what pods may use, which the API server applies after the mutating webhooks (so to
-// what the add-ons put in the pods). It waits until probe, created in ns, is refused, and
-// deletes the policy when the test ends.
-func RefusePods(ctx context.Context, t *testing.T, c client.Client, ns, expression, messageExpression string, probe func() *corev1.Pod) {
+// what the add-ons put in the pods). It waits until a probe pod, with what uses adds to its
+// spec, is refused in ns, and deletes the policy when the test ends.
+func RefusePods(ctx context.Context, t *testing.T, c client.Client, ns, expression, messageExpression string, uses func(*corev1.PodSpec)) {
 	t.Helper()
 	DenyValidation(ctx, t, c, "e2e-refuse-pods-"+ns, admissionregistrationv1.MatchResources{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 		ResourceRules:     RulesOf("", "pods", admissionregistrationv1.Create),
 	}, admissionregistrationv1.Validation{Expression: expression, MessageExpression: messageExpression})
 	Eventually(ctx, t, 30*time.Second, "the pod policy in effect", func(ctx context.Context) (bool, string, error) {
-		pod := probe()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+		}}
+		uses(&pod.Spec)
 		err := c.Create(ctx, pod)
 		if err == nil {
 			_ = c.Delete(ctx, pod)

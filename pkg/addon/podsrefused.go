@@ -66,6 +66,15 @@ type PodsRefused struct {
 	told toldRecently
 }
 
+// SetupPodsRefused runs, in mgr, a PodsRefused that reads the manager's cache and tells with the
+// Event recorder of component (the add-on's, "<name>.jobset-addons.io"); concerns is its
+// Concerns. The manager's cache must hold the FailedCreate Events (FailedCreateEvents) and the
+// JobSets' Jobs.
+func SetupPodsRefused(mgr ctrl.Manager, component string, concerns func(js *jobsetv1alpha2.JobSet, job *batchv1.Job, message string) (string, bool)) error {
+	r := &PodsRefused{Client: mgr.GetClient(), Recorder: EventRecorder(mgr, component), Concerns: concerns}
+	return r.SetupWithManager(mgr)
+}
+
 // SetupWithManager watches the FailedCreate Events of the manager's cache.
 func (r *PodsRefused) SetupWithManager(mgr ctrl.Manager) error {
 	failedCreate := predicate.NewPredicateFuncs(func(obj client.Object) bool {

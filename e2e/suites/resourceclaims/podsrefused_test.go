@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -24,11 +23,8 @@ func TestPodsRefused(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		framework.RefusePods(ctx, t, c, ns, "!has(object.spec.resourceClaims) || size(object.spec.resourceClaims) == 0",
 			"'no DRA claims in this namespace: ' + object.spec.resourceClaims.map(c, has(c.resourceClaimName) ? c.resourceClaimName : c.name).join(', ')",
-			func() *corev1.Pod {
-				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
-					Containers:     []corev1.Container{{Name: "c", Image: "busybox"}},
-					ResourceClaims: []corev1.PodResourceClaim{{Name: "d", ResourceClaimName: ptr.To("probe")}},
-				}}
+			func(spec *corev1.PodSpec) {
+				spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "d", ResourceClaimName: ptr.To("probe")}}
 			})
 		js := newJobSet(ns, "refused", rjob("w", 1, 1, `[{metadata: {name: dev}, `+sharedData+`}]`))
 		framework.CreateAll(ctx, t, c, js)

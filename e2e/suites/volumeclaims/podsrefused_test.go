@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -23,12 +22,9 @@ func TestPodsRefused(t *testing.T) {
 		ns := framework.NamespaceFrom(ctx)
 		framework.RefusePods(ctx, t, c, ns, "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.persistentVolumeClaim))",
 			"'no PersistentVolumeClaims in this namespace: ' + object.spec.volumes.filter(v, has(v.persistentVolumeClaim)).map(v, v.persistentVolumeClaim.claimName).join(', ')",
-			func() *corev1.Pod {
-				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
-					Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "probe"}}}},
-				}}
+			func(spec *corev1.PodSpec) {
+				spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "probe"}}}}
 			})
 		js := newJobSet(ns, "refused", `[{targetReplicatedJobs: [w], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`,
 			replicatedJob("w", 1, 1, "ckpt"))
