@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,31 +109,38 @@ func dryRunMemory(ctx context.Context, b *testing.B, c client.Client, tb testbed
 		rows[i].peak = rows[i].before
 	}
 	var mu sync.Mutex
+	var sent atomic.Int64
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	start := time.Now()
 	go func() {
 		defer close(done)
-		for {
+		for tick := 1; ; tick++ {
 			select {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
+			now := make([]string, len(names))
 			for i, name := range names {
 				if kib, err := testbed.ProcessRSS(tb, name); err == nil {
 					mu.Lock()
 					rows[i].peak = max(rows[i].peak, kib)
 					mu.Unlock()
+					now[i] = name + " " + mib(kib)
 				}
+			}
+			if tick%600 == 0 { // a minute: where a long run stands
+				fmt.Printf("  %v: %d dry runs, RSS %s\n", time.Since(start).Round(time.Second), sent.Load(), strings.Join(now, ", "))
 			}
 		}
 	}()
-	start := time.Now()
 	var refused sync.Map
 	if err := createParallel(dryRunJobSets(), dryRunClients, func(i int) error {
 		if err := c.Create(ctx, jobSet(i), client.DryRunAll); err != nil {
 			refused.Store(i, err)
 		}
+		sent.Add(1)
 		return nil
 	}); err != nil {
 		b.Fatal(err)
