@@ -22,7 +22,7 @@ $(BIN)/kubectl-jobset_addons: FORCE
 FORCE:
 
 .PHONY: docs
-docs: ## test: Write docs/reference.md (the annotation reference) from pkg/contract
+docs: ## test: Write docs/reference.md (the annotation reference) and the docs explain prints, from pkg/contract
 	cd pkg/contract && GOWORK=off go run ./internal/docgen $(ROOT)/docs/reference.md
 
 .PHONY: docs-lint

@@ -18,8 +18,9 @@ kind-images: $(KO) ## tools: Every image a kind cluster loads, into the Docker e
 # The kind suite's full cases, which make test leaves out (KIND_REDUCED=1): the rest of the
 # distributed-start stories (jobset #971); make test keeps TestRendezvousAcrossNodes (a
 # rendezvous across nodes through JobSet DNS names) and TestStartBarrierLinesUpStarts (the start
-# barrier on real pods, some 35 s).
-KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout
+# barrier on real pods, some 35 s); and TestNodeLostOnRealNodes, which stops a worker's container
+# (some 3 minutes, and the cluster is one node short until it is back).
+KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout|TestNodeLostOnRealNodes
 .PHONY: e2e-kind
 e2e-kind: ## test: The kind suite: real containers, the chart installed (KIND_REDUCED=1: as CI)
 	@if ! docker info >/dev/null 2>&1; then \

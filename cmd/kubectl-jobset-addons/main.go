@@ -2,9 +2,13 @@
 // what the jobset-addons controllers did to one JobSet — its PVCs, ResourceClaims, stages and
 // gated pods, PodGroups, the objects the API server refuses to let the add-ons make for it, and
 // its last Events. It finds all of it through the contract's labels
-// and annotations alone (pkg/contract), and needs only read access.
+// and annotations alone (pkg/contract), and needs only read access. `lint` checks manifests
+// offline as the add-ons' webhooks would (lint.go), and `explain` prints an annotation's
+// schema (explain.go).
 //
 //	kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
+//	kubectl jobset-addons lint -f FILE... [--output json]
+//	kubectl jobset-addons explain ADD-ON[.FIELD...]
 package main
 
 import (
@@ -22,19 +26,31 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	args := os.Args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "lint":
+			os.Exit(Lint(args[1:], os.Stdin, os.Stdout, os.Stderr))
+		case "explain":
+			os.Exit(Explain(args[1:], os.Stdout, os.Stderr))
+		}
+	}
+	if err := run(context.Background(), args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl jobset-addons:", err)
 		os.Exit(1)
 	}
 }
 
 const usage = `usage: kubectl jobset-addons status [-n NAMESPACE] [--events N] [--kubeconfig FILE] JOBSET
+       kubectl jobset-addons lint -f FILE... [--output json]
+       kubectl jobset-addons explain ADD-ON[.FIELD...]
        kubectl jobset-addons --version
 
 Prints what the jobset-addons controllers did to one JobSet: its PVCs (volumeclaims), its
 ResourceClaims (resourceclaims), its stages and gated pods (sequencer), its PodGroups
 (podgroups), the objects the API server refuses to let them make for it (told once each,
-however old), and its last Events.`
+however old), and its last Events. lint checks manifests offline as the add-ons' webhooks
+would; explain prints an annotation's fields. Each has its own --help.`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("kubectl-jobset_addons", pflag.ContinueOnError)

@@ -67,7 +67,8 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 	if err != nil {
 		return err
 	}
-	rows(w, "NAME\tSTATUS\tTEMPLATE\tREPLICATEDJOB\tJOB\tPOD\tHELD BY", len(pvcs.Items), func(i int) string {
+	exp := expiryColumn(pvcs.Items, js, time.Now())
+	rows(w, "NAME\tSTATUS\tTEMPLATE\tREPLICATEDJOB\tJOB\tPOD\t"+exp.header+"HELD BY", len(pvcs.Items), func(i int) string {
 		p := pvcs.Items[i]
 		l := p.Labels
 		phase := string(p.Status.Phase)
@@ -76,7 +77,7 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 		}
 		return strings.Join([]string{p.Name, phase, l[contract.VolumeClaimTemplateLabelKey],
 			dash(l[contract.VolumeClaimReplicatedJobLabelKey]), dash(l[contract.VolumeClaimJobIndexLabelKey]), dash(l[contract.VolumeClaimPodIndexLabelKey]),
-			dash(holders[p.Name])}, "\t")
+			exp.cell(&p) + dash(holders[p.Name])}, "\t")
 	})
 
 	section(w, "ResourceClaims (resourceclaims)")

@@ -57,13 +57,22 @@ func main() {
 			if err := addon.SetupPodsRefused(mgr, "volumeclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
+			rec := addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io")
 			r := &controller.Reconciler{
 				Client:   mgr.GetClient(),
 				Reader:   mgr.GetAPIReader(),
-				Recorder: addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io"),
+				Recorder: rec,
 				Workers:  workers,
 			}
-			return r.SetupWithManager(ctx, mgr, concurrency)
+			if err := r.SetupWithManager(ctx, mgr, concurrency); err != nil {
+				return err
+			}
+			e := &controller.Expiry{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
+			if err := e.SetupWithManager(mgr, concurrency); err != nil {
+				return err
+			}
+			n := &controller.NodeLoss{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
+			return n.SetupWithManager(mgr, concurrency)
 		},
 	})
 }

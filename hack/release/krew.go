@@ -58,11 +58,12 @@ func writeKrew(version, dist string, w io.Writer) error {
 		"spec": map[string]any{
 			"version":          version,
 			"homepage":         "https://github.com/jobset-addons/jobset-addons",
-			"shortDescription": "Show what the jobset-addons controllers did to a JobSet",
-			"description": "Prints what the jobset-addons controllers (volumeclaims, resourceclaims, sequencer,\n" +
-				"podgroups) did to one JobSet: its PVCs, ResourceClaims, stages and gated pods,\n" +
-				"PodGroups and last Events, found through the add-ons' labels and annotations.\n" +
-				"Needs only read access.\n",
+			"shortDescription": "Show what the jobset-addons controllers did to a JobSet; lint and explain their annotations",
+			"description": "status prints what the jobset-addons controllers (volumeclaims, resourceclaims,\n" +
+				"sequencer, podgroups) did to one JobSet: its PVCs, ResourceClaims, stages and gated\n" +
+				"pods, PodGroups and last Events, found through the add-ons' labels and annotations;\n" +
+				"it needs only read access. lint checks manifests offline as the add-ons' webhooks\n" +
+				"would; explain prints what each annotation holds.\n",
 			"platforms": platforms,
 		},
 	}

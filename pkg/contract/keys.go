@@ -123,6 +123,19 @@ const (
 	// is told apart from one made for this one.
 	VolumeClaimJobSetUIDAnnotationKey = "volumeclaims." + Domain + "/jobset-uid"
 
+	// VolumeClaimExpireAfterUnusedAnnotationKey is an annotation on a PVC volumeclaims creates or
+	// reuses for a policy with retentionPolicy.expireAfterUnused, written by it: that duration,
+	// so that the PVC expires by it after its JobSet is gone.
+	VolumeClaimExpireAfterUnusedAnnotationKey = "volumeclaims." + Domain + "/expire-after-unused"
+	// VolumeClaimClaimedAtAnnotationKey is an annotation on every PVC volumeclaims creates or
+	// reuses, written by it: when (RFC 3339) the JobSet of VolumeClaimJobSetUIDAnnotationKey took
+	// it. The expiry clock never starts before it: a reuse restarts the clock.
+	VolumeClaimClaimedAtAnnotationKey = "volumeclaims." + Domain + "/claimed-at"
+	// VolumeClaimUnusedSinceAnnotationKey is an annotation on a PVC with an expiry, written by
+	// volumeclaims only where Kubernetes sets no Unused condition on PVCs (the feature gate
+	// PersistentVolumeClaimUnusedSinceTime off): since when (RFC 3339) it saw no pod use it.
+	VolumeClaimUnusedSinceAnnotationKey = "volumeclaims." + Domain + "/unused-since"
+
 	// VolumeClaimsPlaceholderClaimName is the claimName of the volume that the volumeclaims JobSet
 	// webhook puts in a targeted pod template for each per-pod template (a Job's pod template
 	// must name a volume for every volumeMount). The Pod webhook replaces it with the pod's own

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -60,6 +61,20 @@ type VolumeRetentionPolicy struct {
 	// each ended in an Event, so that the storage is released at once. Delete needs whenComplete
 	// or whenFailed to be Delete.
 	FinishedPods RetentionPolicyType `json:"finishedPods,omitempty"`
+
+	// ExpireAfterUnused, when set, deletes a PVC that a Retain kept (its JobSet completed,
+	// failed or deleted) once no pod has used it for this long (a Go duration, "72h"), by the
+	// PVC's Unused condition or, without it, volumeclaims' own clock; a JobSet that reuses the
+	// PVC restarts the clock. Positive; refused where the policy retains nothing.
+	ExpireAfterUnused *metav1.Duration `json:"expireAfterUnused,omitempty"`
+	// WhenNodeLost says what happens to a per-pod PVC whose volume can only be used on nodes
+	// (by kubernetes.io/hostname) that are all lost: Recreate deletes it (its data given up)
+	// and the pods stuck on the node, for a new, empty PVC; Keep (the default) waits. Recreate
+	// is refused on a shared policy.
+	WhenNodeLost NodeLostPolicyType `json:"whenNodeLost,omitempty"`
+	// NodeLostGracePeriod is how long a node is NotReady and unreachable before it counts as
+	// lost (a deleted node is lost at once). Default 5m.
+	NodeLostGracePeriod *metav1.Duration `json:"nodeLostGracePeriod,omitempty"`
 }
 
 // DeletesOnFinish tells whether whenComplete or whenFailed deletes the PVCs.
@@ -132,6 +147,7 @@ func ParseVolumeClaimPolicies(value string, path *field.Path) ([]VolumeClaimPoli
 			templateNames[name] = true
 		}
 		errs = append(errs, defaultRetention(&pol.RetentionPolicy, pp.Child("retentionPolicy"))...)
+		errs = append(errs, defaultLifecycle(&pol.RetentionPolicy, pol.Shared(), pp.Child("retentionPolicy"))...)
 	}
 	return policies, joinErrors(decodeErrs, errs)
 }

@@ -200,7 +200,8 @@ volumeclaims:
     resources: ["persistentvolumeclaims"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
   # The pods that hold PVCs retention deleted: listed to say so, and the JobSet's finished
-  # ones deleted where the policy says finishedPods: Delete.
+  # ones deleted where the policy says finishedPods: Delete; the pods that use a PVC before it
+  # expires; the pod stuck on a lost node (whenNodeLost: Recreate).
   - apiGroups: [""]
     resources: ["pods"]
     verbs: ["list", "delete"]
@@ -210,6 +211,10 @@ volumeclaims:
     verbs: ["list", "watch"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
+    verbs: ["get", "list", "watch"]
+  # whenNodeLost: the node a PVC's volume is pinned to, by the PV's node affinity.
+  - apiGroups: [""]
+    resources: ["nodes", "persistentvolumes"]
     verbs: ["get", "list", "watch"]
 resourceclaims:
   - apiGroups: ["resource.k8s.io"]

@@ -28,26 +28,6 @@ func markPerJob(rj *jobsetv1alpha2.ReplicatedJob) {
 	rj.Template.Annotations = with(rj.Template.Annotations, contract.PerJobPodGroupAnnotationKey, contract.EnabledValue)
 }
 
-// compositeErrors refuses what a composite gang cannot be made of yet: several stages (one
-// CompositePodGroup per stage is not built), more ReplicatedJobs than a CompositePodGroup
-// template holds PodGroup templates (8), and Job names that are no object names.
-func compositeErrors(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) field.ErrorList {
-	path := contract.JobSetAnnotationPath(contract.CompositeAnnotationKey)
-	if len(gangs) > 1 {
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang is made for a JobSet of one stage, and this one is sequenced into %d: drop one of the two", len(gangs)))}
-	}
-	if n := len(js.Spec.ReplicatedJobs); n > MaxGangs {
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("a composite gang holds one PodGroup template per ReplicatedJob, at most %d, and this JobSet has %d", MaxGangs, n))}
-	}
-	var errs field.ErrorList
-	for i, rj := range js.Spec.ReplicatedJobs {
-		if _, err := contract.JobPodGroupName(jobsets.JobName(js.Name, rj.Name, max(rj.Replicas-1, 0))); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "replicatedJobs").Index(i).Child("name"), rj.Name, err.Error()))
-		}
-	}
-	return errs
-}
-
 // compositeBuilder is the workloadbuilder of composite gang g: a composite item named stage-<i>
 // whose gang policy asks all of its Jobs (minGroupCount), with one leaf item per
 // ReplicatedJob, named as it, whose gang policy asks all of one Job's pods, held to one domain

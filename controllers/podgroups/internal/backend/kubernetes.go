@@ -13,6 +13,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -32,10 +33,9 @@ var (
 	_ Restorer   = Kubernetes{}
 )
 
-// MaxGangs is how many gangs (stages) a JobSet gang-scheduled by Kubernetes may have: each is a
-// PodGroup template of its one Workload, which holds at most
-// schedulingv1beta1.WorkloadMaxPodGroupTemplates.
-const MaxGangs = schedulingv1beta1.WorkloadMaxPodGroupTemplates
+// MaxGangs is how many gangs (stages) a JobSet gang-scheduled by Kubernetes may have
+// (podgroups.MaxGangs).
+const MaxGangs = podgroups.MaxGangs
 
 func (Kubernetes) Scheduler() contract.Scheduler { return contract.SchedulerKubernetes }
 
@@ -79,19 +79,9 @@ func (Kubernetes) GangPath(template *field.Path) *field.Path {
 }
 
 // Validate refuses what a composite gang cannot be made of, and more gangs than a Workload
-// holds templates.
+// holds templates (podgroups.KubernetesLimits).
 func (Kubernetes) Validate(js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) field.ErrorList {
-	if s.Composite {
-		if errs := compositeErrors(js, gangs); len(errs) > 0 {
-			return errs
-		}
-	}
-	if len(gangs) > MaxGangs {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "replicatedJobs"), len(gangs),
-			fmt.Sprintf("makes %d stages, each a PodGroup template of the JobSet's one Workload, and a Workload holds at most %d (WorkloadMaxPodGroupTemplates of scheduling.k8s.io/v1beta1): "+
-				"put ReplicatedJobs that may start together in one stage, or use scheduler %q", len(gangs), MaxGangs, contract.SchedulerVolcano))}
-	}
-	return nil
+	return podgroups.KubernetesLimits(js, s, gangs)
 }
 
 // Restore puts back, in each pod template of newJS, the spec.schedulingGroup that the same

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	checks "github.com/jobset-addons/jobset-addons/pkg/addon/checks/resourceclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -38,7 +37,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	}
 	errs, samples := validateJobSet(js)
 	refused, warnings := w.DryRun.Check(ctx, samples)
-	warnings = append(warnings, kueueWarnings(js)...)
+	warnings = append(warnings, checks.Warnings(js)...)
 	return warnings, jobsets.Invalid(js, append(errs, refused...))
 }
 
@@ -59,7 +58,7 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey), "is immutable"))
 		}
 	}
-	errs = append(errs, scaledPastSharers(oldJS, newJS)...)
+	errs = append(errs, checks.ScaledPastSharers(oldJS, newJS)...)
 	return nil, jobsets.Invalid(newJS, errs)
 }
 
@@ -78,84 +77,16 @@ func gateOff(js *jobsetv1alpha2.JobSet) admission.Warnings {
 }
 
 // validateJobSet checks every ReplicatedJob's templates against its pod template, without API
-// calls, and returns the claims still to be checked by the API server: for each template whose
-// name is valid, the claim it gives the ReplicatedJob's first Job, as the reconciler makes it,
-// under the template's path.
+// calls (checks.ValidateCreate), and returns the claims still to be checked by the API server:
+// for each template whose name is valid, the claim it gives the ReplicatedJob's first Job, as
+// the reconciler makes it, under the template's path.
 func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun) {
-	var errs field.ErrorList
-	var samples []addon.DryRun
-	maxAttempt := 0
-	if js.Spec.FailurePolicy != nil {
-		maxAttempt = int(js.Spec.FailurePolicy.MaxRestarts)
-	}
-	for i := range js.Spec.ReplicatedJobs {
-		rj := &js.Spec.ReplicatedJobs[i]
-		value, ok := rj.Template.Annotations[contract.TemplatesAnnotationKey]
-		if !ok {
-			continue
-		}
-		path := contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey)
-		templates, parseErrs := contract.ParseResourceClaimTemplates(value, path)
-		errs = append(errs, parseErrs...)
-		refused := sets.New[string]()
-		for _, e := range parseErrs {
-			refused.Insert(e.Field)
-		}
-		if len(parseErrs) == 0 {
-			if err := tooManySharers(js, rj, len(templates), path); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		spec := &rj.Template.Spec.Template.Spec
-		containers := sets.New[string]()
-		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-			containers.Insert(c.Name)
-		}
-		// The longest name is the last Job's in the last attempt JobSet may make.
-		lastJob := jobsets.JobName(js.Name, rj.Name, max(rj.Replicas-1, 0))
-		for j, t := range templates {
-			tp := path.Index(j)
-			if t.Containers != nil {
-				for k, name := range *t.Containers {
-					if !containers.Has(name) {
-						errs = append(errs, field.Invalid(tp.Child("containers").Index(k), name, "no container or init container of the pod template has this name"))
-					}
-				}
-			}
-			if t.Name == "" || refused.Has(tp.Child("metadata", "name").String()) {
-				continue // the parser told
-			}
-			errs = append(errs, clash(spec, t, tp)...)
-			if js.Name == "" {
-				continue // generateName: the validating webhook normally sees the generated name
-			}
-			if _, err := contract.ResourceClaimName(lastJob, t.Name, maxAttempt); err != nil {
-				errs = append(errs, field.Invalid(tp.Child("metadata", "name"), t.Name, err.Error()))
-				continue
-			}
-			samples = append(samples, sample(js, rj, t, tp))
-		}
+	errs, named := checks.ValidateCreate(js)
+	samples := make([]addon.DryRun, 0, len(named))
+	for _, n := range named {
+		samples = append(samples, sample(js, &js.Spec.ReplicatedJobs[n.ReplicatedJob], n.Template, n.Path))
 	}
 	return errs, samples
-}
-
-// clash refuses a template named like a pod-level claim of the pod template when a container
-// the template targets already references that claim: it would be ambiguous which the
-// container means. Without such a container, the pod template's claim wins and the Job
-// webhook warns.
-func clash(spec *corev1.PodSpec, t contract.ResourceClaimTemplate, tp *field.Path) field.ErrorList {
-	own := slices.IndexFunc(spec.ResourceClaims, func(c corev1.PodResourceClaim) bool { return c.Name == t.Name })
-	if own < 0 {
-		return nil
-	}
-	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-		if t.AppliesToContainer(c.Name) && slices.ContainsFunc(c.Resources.Claims, func(r corev1.ResourceClaim) bool { return r.Name == t.Name }) {
-			return field.ErrorList{field.Invalid(tp.Child("metadata", "name"), t.Name, fmt.Sprintf(
-				"clashes with the pod template's own claim spec.resourceClaims[%d] of this name, which container %q already references and the template targets too: rename the template or leave that container out of its containers",
-				own, c.Name))}
-		}
-	}
-	return nil
 }
 
 // sample is the claim the template t at path gives the first Job of rj, as the reconciler makes

@@ -1,100 +1,43 @@
-// Package sequence reads a JobSet's sequencing through the contract (contract.Stages) and says
-// what the webhooks inject and what the controller releases, so that the two agree.
+// Package sequence is the sequencer controller's name for package checks/sequencer of
+// pkg/addon, where the reading of a JobSet's sequencing and start barrier lives, shared by the
+// webhooks, the controller and kubectl jobset-addons lint. It declares nothing of its own.
 package sequence
 
 import (
-	"slices"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
-	"github.com/jobset-addons/jobset-addons/pkg/contract"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 )
 
-// Uses tells whether the JobSet carries any sequencer annotation: the execution-policy, wait-for
-// or start-barrier annotation, or a depends-on annotation on a ReplicatedJob.
-func Uses(js *jobsetv1alpha2.JobSet) bool {
-	return Sequences(js) || UsesBarrier(js)
-}
+type (
+	// Barrier is sequencer.Barrier.
+	Barrier = sequencer.Barrier
+	// BarrierSettings is sequencer.BarrierSettings.
+	BarrierSettings = sequencer.BarrierSettings
+)
 
-// Sequences tells whether the JobSet carries a sequencing annotation: the execution-policy or
-// wait-for annotation, or a depends-on annotation on a ReplicatedJob.
-func Sequences(js *jobsetv1alpha2.JobSet) bool {
-	if _, ok := js.Annotations[contract.ExecutionPolicyAnnotationKey]; ok {
-		return true
-	}
-	if _, ok := js.Annotations[contract.WaitForAnnotationKey]; ok {
-		return true
-	}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if _, ok := rj.Template.Annotations[contract.DependsOnAnnotationKey]; ok {
-			return true
-		}
-	}
-	return false
-}
+// The barrier container's default requests and limits (sequencer.DefaultBarrierCPURequest...).
+var (
+	DefaultBarrierCPURequest    = sequencer.DefaultBarrierCPURequest
+	DefaultBarrierCPULimit      = sequencer.DefaultBarrierCPULimit
+	DefaultBarrierMemoryRequest = sequencer.DefaultBarrierMemoryRequest
+	DefaultBarrierMemoryLimit   = sequencer.DefaultBarrierMemoryLimit
+)
 
-// Stages are the JobSet's stages (contract.Stages).
-func Stages(js *jobsetv1alpha2.JobSet) ([]contract.Stage, field.ErrorList) {
-	return jobsets.Stages(js)
-}
-
-// GatedStages are the stages whose pods the sequencer holds back: Index > 0 and Gated.
-func GatedStages(stages []contract.Stage) []contract.Stage {
-	var out []contract.Stage
-	for _, s := range stages {
-		if s.Index > 0 && s.Gated {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Inject adds, to the pod template of every ReplicatedJob of a gated stage, the scheduling gate
-// and the gated scope label. It is idempotent. It returns the ReplicatedJobs it gated.
-func Inject(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []string {
-	var gated []string
-	for _, s := range GatedStages(stages) {
-		for _, name := range s.ReplicatedJobs {
-			rj := ReplicatedJob(js, name)
-			if rj == nil {
-				continue
-			}
-			pt := &rj.Template.Spec.Template
-			if pt.Labels == nil {
-				pt.Labels = map[string]string{}
-			}
-			pt.Labels[contract.SequencerGatedLabelKey] = contract.EnabledValue
-			if !HasGate(pt.Spec.SchedulingGates) {
-				pt.Spec.SchedulingGates = append(pt.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.SequencerSchedulingGateValue})
-			}
-			gated = append(gated, name)
-		}
-	}
-	return gated
-}
-
-// HasGate tells whether gates hold the sequencer's scheduling gate.
-func HasGate(gates []corev1.PodSchedulingGate) bool {
-	return slices.ContainsFunc(gates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.SequencerSchedulingGateValue })
-}
-
-// Admitted tells whether every ReplicatedJob of a gated stage has the gate in its pod template,
-// that is, whether the mutating webhook ran when the JobSet was created.
-func Admitted(js *jobsetv1alpha2.JobSet, stages []contract.Stage) bool {
-	for _, s := range GatedStages(stages) {
-		for _, name := range s.ReplicatedJobs {
-			if rj := ReplicatedJob(js, name); rj != nil && !HasGate(rj.Template.Spec.Template.Spec.SchedulingGates) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// ReplicatedJob returns the ReplicatedJob of the JobSet with that name, or nil.
-func ReplicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
-	return jobsets.ReplicatedJob(js, name)
-}
+// The functions of package sequencer the controller calls.
+var (
+	Admitted                = sequencer.Admitted
+	BarrierGroups           = sequencer.BarrierGroups
+	BarrierRefusal          = sequencer.BarrierRefusal
+	BarrierResources        = sequencer.BarrierResources
+	DefaultBarrierResources = sequencer.DefaultBarrierResources
+	GatedStages             = sequencer.GatedStages
+	HasBarrier              = sequencer.HasBarrier
+	HasGate                 = sequencer.HasGate
+	Inject                  = sequencer.Inject
+	InjectBarrier           = sequencer.InjectBarrier
+	ReadBarrier             = sequencer.ReadBarrier
+	ReplicatedJob           = sequencer.ReplicatedJob
+	Sequences               = sequencer.Sequences
+	Stages                  = sequencer.Stages
+	Uses                    = sequencer.Uses
+	UsesBarrier             = sequencer.UsesBarrier
+)

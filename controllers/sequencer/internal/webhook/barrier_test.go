@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -30,7 +30,7 @@ func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) field.ErrorList {
 	if err := (&JobSetWebhook{Barrier: testBarrier}).Default(context.Background(), js); err != nil {
 		t.Fatal(err)
 	}
-	return ValidateCreate(js)
+	return sequence.ValidateCreate(js)
 }
 
 func TestBarrierAdmission(t *testing.T) {

@@ -6,9 +6,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -50,34 +47,24 @@ var (
 	_ admission.Validator[*jobsetv1alpha2.JobSet] = (*JobSetWebhook)(nil)
 )
 
-// Default adds, on CREATE, the scheduling gate and the gated label to the pod templates of every
-// ReplicatedJob of a gated stage. It leaves alone a JobSet whose sequencing does not parse
-// (validation refuses it) and any operation but CREATE (pod templates are immutable upstream).
+// Default gates and gives the start barrier to a new JobSet (sequencer.Default, with the
+// controller's barrier settings); any operation but CREATE is left alone (pod templates are
+// immutable upstream).
 func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
 		return nil
 	}
-	if b, ok, errs := sequence.ReadBarrier(js); ok && len(errs) == 0 {
-		sequence.InjectBarrier(js, w.Barrier, b.Timeout)
-	}
-	if !sequence.Sequences(js) {
-		return nil
-	}
-	stages, errs := sequence.Stages(js)
-	if len(errs) > 0 {
-		return nil
-	}
-	sequence.Inject(js, stages)
+	sequence.Default(js, w.Barrier)
 	return nil
 }
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
-// in one response, and a JobSet with a start barrier whose pods the API server refuses for good
-// (barrierDryRuns); it warns of barrier pods refused for a reason that may change (quota,
-// LimitRange, Pod Security), and of Kueue's waitForPodsReady when a JobSet Kueue queues has
-// stages that wait for a predecessor to complete (kueueWarnings).
+// in one response (sequence.ValidateCreate), and a JobSet with a start barrier whose pods the
+// API server refuses for good (barrierDryRuns); it warns of barrier pods refused for a reason
+// that may change (quota, LimitRange, Pod Security), and with sequence.Warnings (Kueue's
+// waitForPodsReady, a JobSet barrier on a staged JobSet).
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	if errs := ValidateCreate(js); len(errs) > 0 {
+	if errs := sequence.ValidateCreate(js); len(errs) > 0 {
 		return nil, jobsets.Invalid(js, errs)
 	}
 	if !sequence.Uses(js) {
@@ -87,25 +74,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	if len(refused) > 0 {
 		return warnings, jobsets.Invalid(js, refused)
 	}
-	stages, _ := sequence.Stages(js)
-	return slices.Concat(warnings, kueueWarnings(js, stages), stagedBarrierWarnings(js, stages)), nil
-}
-
-// stagedBarrierWarnings warns, of a JobSet that asks for a start barrier of mode JobSet and runs
-// in more than one stage, that it gets a barrier per stage: a barrier across stages could never
-// open (the later stages' pods are not made, or not placed, until an earlier stage started).
-func stagedBarrierWarnings(js *jobsetv1alpha2.JobSet, stages []contract.Stage) admission.Warnings {
-	b, ok, errs := sequence.ReadBarrier(js)
-	if !ok || len(errs) > 0 || !jobsets.StagedJobSetBarrier(b.Mode, stages) {
-		return nil
-	}
-	names := make([]string, len(stages))
-	for i, s := range stages {
-		names[i] = "[" + strings.Join(s.ReplicatedJobs, ", ") + "]"
-	}
-	return admission.Warnings{fmt.Sprintf("%s: %s on a JobSet that runs in %d stages (%s) makes a barrier per stage, as %s does: "+
-		"the pods of a stage wait for each other; a barrier across stages could never open, since a later stage's pods are made only after an earlier stage started",
-		contract.JobSetAnnotationPath(contract.StartBarrierAnnotationKey), contract.StartBarrierJobSet, len(stages), strings.Join(names, " then "), contract.StartBarrierStage)}
+	return append(warnings, sequence.Warnings(js)...), nil
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.
@@ -116,25 +85,6 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 // ValidateDelete allows every deletion.
 func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// ValidateCreate is every problem of a new JobSet's sequencing: what contract.Stages refuses
-// (bad values, unknown names, self-dependencies, cycles, execution-policy with depends-on,
-// depends-on beside upstream dependsOn, sequencer annotations with startupPolicy InOrder), and
-// a released or start-barrier-opened annotation, which only the controller writes, and what
-// sequence.ValidateBarrier refuses of a start barrier.
-func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
-	if !sequence.Uses(js) {
-		return nil
-	}
-	_, errs := sequence.Stages(js)
-	for _, key := range []string{contract.ReleasedAnnotationKey, contract.StartBarrierOpenedAnnotationKey} {
-		if _, ok := js.Annotations[key]; ok {
-			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key),
-				"is written by the sequencer controller and may not be set on a new JobSet"))
-		}
-	}
-	return append(errs, sequence.ValidateBarrier(js)...)
 }
 
 // ValidateUpdate refuses any change to the execution-policy, wait-for, depends-on,

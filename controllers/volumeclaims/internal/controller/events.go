@@ -17,6 +17,16 @@ const (
 	// ReasonFinishedPodsDeleted: finished pods of the JobSet that held PVCs deleted by
 	// retention were deleted (finishedPods: Delete); the message says how each ended.
 	ReasonFinishedPodsDeleted = "FinishedPodsDeleted"
+	// ReasonExpired: a retained PVC no pod used for retentionPolicy.expireAfterUnused was
+	// deleted, its data with it. Told on the PVC, and on its JobSet while there is one.
+	ReasonExpired = "VolumeClaimExpired"
+	// ReasonNodeLost: the node a per-pod PVC's volume is pinned to is lost and the policy says
+	// whenNodeLost: Recreate: the PVC (and the pod stuck on the node) was deleted, its data
+	// given up, so that the replacement pod gets a new, empty PVC on another node.
+	ReasonNodeLost = "VolumeClaimNodeLost"
+	// ReasonNodeLostKept: the node a per-pod PVC's volume is pinned to is lost and the policy
+	// says whenNodeLost: Keep: the pod waits for the node to come back. Told once per PVC and node.
+	ReasonNodeLostKept = "VolumeClaimWaitsForNode"
 	// ReasonFailed: creating, adopting or deleting PVCs failed; the reconcile retries.
 	ReasonFailed = "VolumeClaimsFailed"
 	// ReasonRefused: the API server refuses PVCs of a template for good (a template it no
@@ -38,4 +48,5 @@ const (
 	actionReuse   = "Reuse"
 	actionRelease = "Release"
 	actionSkip    = "Skip"
+	actionKeep    = "Keep"
 )

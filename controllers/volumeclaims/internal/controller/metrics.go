@@ -71,6 +71,14 @@ var (
 		Name: "jobset_addons_volumeclaims_held",
 		Help: "PersistentVolumeClaims deleted by retention and still Terminating, held by pods that ran with them.",
 	})
+	claimsExpired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_expired_total",
+		Help: "Retained PersistentVolumeClaims deleted because no pod used them for retentionPolicy.expireAfterUnused.",
+	})
+	nodeLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobset_addons_volumeclaims_node_lost_total",
+		Help: "Per-pod PersistentVolumeClaims whose volume is pinned to a lost node, by what was done (recreated: deleted for a new one, whenNodeLost: Recreate; kept: whenNodeLost: Keep, told once).",
+	}, []string{"action"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_errors_total",
 		Help: "Errors, by reason (create, refused, delete, adopt, invalid, list).",
@@ -83,7 +91,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(claimsCreated, claimsReused, claimsDeleted, podsDeleted, claimsHeld, reconcileErrors, reconcileDuration)
+	metrics.Registry.MustRegister(claimsCreated, claimsReused, claimsDeleted, podsDeleted, claimsHeld, claimsExpired, nodeLost, reconcileErrors, reconcileDuration)
 }
 
 func scope(shared bool) string {

@@ -6,14 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -56,17 +53,6 @@ type Reconciler struct {
 	claims map[types.NamespacedName]*jobSetClaims
 }
 
-// jobSetClaims is what the reconciler follows of one JobSet's PVCs between reconciles.
-type jobSetClaims struct {
-	uid types.UID
-	// users are PVCs of the JobSet's names that the add-on did not make (a user's): its cache,
-	// which holds its own PVCs only, never shows them, and they are never created.
-	users sets.Set[string]
-	// terminating are PVCs that retention deleted and that were seen Terminating, so that
-	// their end is told.
-	terminating sets.Set[string]
-}
-
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
 // PVCs it manages.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
@@ -80,16 +66,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err := registerHeld(mgr.GetCache()); err != nil {
 		return err
 	}
-	hasPolicies := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && policy.Uses(js)
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims").
-		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies())).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
+}
+
+// hasPolicies passes the JobSets that carry the policies annotation.
+func hasPolicies() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		return ok && policy.Uses(js)
+	})
 }
 
 // jobSetOfClaim maps one of the add-on's PVCs to its JobSet.
@@ -155,24 +145,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	st := stateOf(js)
 	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)
-	var ensure, remove, dropped []policy.Claim
-	for _, c := range claims {
-		switch st.action(c) {
-		case keep:
-			ensure = append(ensure, c)
-		case drop:
-			dropped = append(dropped, c)
-			if pvc, ok := existing[c.Name]; ok && pvc.DeletionTimestamp.IsZero() {
-				remove = append(remove, c)
-			}
-		}
-	}
+	ensure, remove, dropped := st.sort(claims, existing)
 	res, err := r.release(ctx, js, dropped, existing)
 	return res, errors.Join(r.ensure(ctx, js, ensure, existing, made), r.remove(ctx, js, remove, existing), err)
 }
 
-// ensure creates the claims that do not exist, and adopts (owner reference for whenDeleted
-// Delete) the add-on's PVCs that an earlier JobSet of the same name left. made are the PVCs
+// ensure creates the claims that do not exist, and adopts (adopt) the add-on's PVCs that an
+// earlier JobSet of the same name left. made are the PVCs
 // created that the cache did not show when the reconcile began.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
 	key := client.ObjectKeyFromObject(js)
@@ -182,16 +161,13 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
-			if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
-				patch := client.MergeFrom(pvc.DeepCopy())
-				pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
-				if err := r.Client.Patch(ctx, pvc, patch); err != nil {
-					failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
-					reconcileErrors.WithLabelValues("adopt").Inc()
-					return
-				}
+			fromEarlier, err := r.adopt(ctx, js, c, pvc)
+			if err != nil {
+				failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
+				reconcileErrors.WithLabelValues("adopt").Inc()
+				return
 			}
-			if pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) && r.told.Once(js.UID, c.Name) {
+			if fromEarlier && r.told.Once(js.UID, c.Name) {
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
 			}
@@ -232,6 +208,12 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			addon.CountObject(KindPVC, addon.ActionFailed, 1)
 		}
 	})
+	r.tellEnsured(ctx, js, &created, &reused)
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
+}
+
+// tellEnsured tells the PVCs ensure created and those it found made already.
+func (r *Reconciler) tellEnsured(ctx context.Context, js *jobsetv1alpha2.JobSet, created, reused *result) {
 	if n := created.count(); n > 0 {
 		ctrl.LoggerFrom(ctx).Info("Created PVCs", "count", n)
 		addon.Tell(r.Recorder, js, created.related(js), corev1.EventTypeNormal, ReasonCreated, actionCreate, "Created %d PersistentVolumeClaims: %s", n, created.names())
@@ -239,7 +221,6 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	if n := reused.count(); n > 0 {
 		addon.Tell(r.Recorder, js, reused.related(js), corev1.EventTypeNormal, ReasonReused, actionReuse, "Using %d PersistentVolumeClaims that already existed: %s", n, reused.names())
 	}
-	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.
@@ -293,158 +274,4 @@ func ownedBy(pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet) bool 
 		}
 	}
 	return false
-}
-
-// usersOf returns the users' PVCs found of the JobSet key.
-func (r *Reconciler) usersOf(key types.NamespacedName, uid types.UID) sets.Set[string] {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stateFor(key, uid).users.Clone()
-}
-
-// stateFor returns what is followed of the JobSet key, new if it was of an earlier JobSet of
-// the same name. r.mu is held.
-func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *jobSetClaims {
-	if r.claims == nil {
-		r.claims = map[types.NamespacedName]*jobSetClaims{}
-	}
-	p := r.claims[key]
-	if p != nil && p.uid != uid {
-		r.drop(p)
-	}
-	if p == nil || p.uid != uid {
-		p = &jobSetClaims{uid: uid, users: sets.New[string](), terminating: sets.New[string]()}
-		r.claims[key] = p
-	}
-	return p
-}
-
-// foundUsers records that the PVC name of the JobSet key is a user's.
-func (r *Reconciler) foundUsers(key types.NamespacedName, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.claims[key]; p != nil {
-		p.users.Insert(name)
-	}
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.claims[key]; p != nil {
-		r.drop(p)
-	}
-	delete(r.claims, key)
-}
-
-// drop forgets what was followed and told of a JobSet that is gone. r.mu is held.
-func (r *Reconciler) drop(p *jobSetClaims) {
-	claimsHeld.Sub(float64(p.terminating.Len()))
-	r.told.Forget(p.uid)
-}
-
-// state is what the JobSet's status says for retention.
-type state struct {
-	completed, failed bool
-	// succeeded: ReplicatedJobs all of whose Jobs succeeded.
-	succeeded sets.Set[string]
-}
-
-func stateOf(js *jobsetv1alpha2.JobSet) state {
-	st := state{
-		completed: apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)),
-		failed:    apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)),
-		succeeded: sets.New[string](),
-	}
-	for _, s := range js.Status.ReplicatedJobsStatus {
-		if rj := policy.ReplicatedJob(js, s.Name); rj != nil && s.Succeeded >= rj.Replicas {
-			st.succeeded.Insert(s.Name)
-		}
-	}
-	return st
-}
-
-type action int
-
-const (
-	keep  action = iota // the claim must exist
-	drop                // retention deletes it
-	leave               // finished, retained: neither created nor deleted
-)
-
-// action decides for one claim. A shared claim lives until the JobSet completes or fails; a
-// per-pod claim until every targeted ReplicatedJob succeeded, or the JobSet completed or
-// failed for good. A failed Job that the JobSet restarts is not a failure: the JobSet is
-// not Failed, and its claims stay (checkpoints survive restarts).
-func (st state) action(c policy.Claim) action {
-	done, failed := st.completed, st.failed
-	if !c.Shared() && !done && !failed {
-		done = true
-		for _, t := range c.Targets {
-			done = done && st.succeeded.Has(t)
-		}
-	}
-	switch {
-	case failed && c.Retention.WhenFailed == contract.RetentionPolicyDelete:
-		return drop
-	case done && !failed && c.Retention.WhenComplete == contract.RetentionPolicyDelete:
-		return drop
-	case done || failed:
-		return leave
-	}
-	return keep
-}
-
-// result collects the names (of PVCs, or pods) of one kind of outcome of a parallel step.
-type result struct {
-	mu     sync.Mutex
-	claims []string
-	errs   []error
-}
-
-func (r *result) add(name string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.claims = append(r.claims, name)
-	if err != nil {
-		r.errs = append(r.errs, err)
-	}
-}
-
-func (r *result) count() int { return len(r.claims) }
-
-// related is the first PVC of the result, the Event's related object. The events API folds
-// Events of one regarding object, related object, reason and action into a series that keeps
-// the first note; PVCs told of in one Event are never told of again, so each such Event starts
-// a series of its own.
-func (r *result) related(js *jobsetv1alpha2.JobSet) runtime.Object {
-	if len(r.claims) == 0 {
-		return nil
-	}
-	return claimRef(js, r.claims[0])
-}
-
-// names lists up to 10 names, for an event message.
-func (r *result) names() string {
-	const most = 10
-	if len(r.claims) <= most {
-		return strings.Join(r.claims, ", ")
-	}
-	return strings.Join(r.claims[:most], ", ") + fmt.Sprintf(" and %d more", len(r.claims)-most)
-}
-
-// names lists up to 10 entries, for an Event message.
-func names(list []string) string {
-	r := result{claims: list}
-	return r.names()
-}
-
-// report emits one Warning for the failures and returns them joined, so the reconcile retries.
-func (r *result) report(js *jobsetv1alpha2.JobSet, rec events.EventRecorder, act string) error {
-	if len(r.errs) == 0 {
-		return nil
-	}
-	err := errors.Join(r.errs...)
-	addon.Tell(rec, js, r.related(js), corev1.EventTypeWarning, ReasonFailed, act, "%d PersistentVolumeClaims failed: %v", len(r.errs), r.errs[0])
-	return err
 }

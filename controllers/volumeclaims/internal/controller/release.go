@@ -85,6 +85,16 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 		return ctrl.Result{}, err
 	}
 
+	r.tellHeld(js, holders, doomed, newlyHeld)
+	if waiting {
+		return ctrl.Result{RequeueAfter: heldRecheck}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// tellHeld tells, once per PVC, the PVCs deleted by retention that pods hold (holders) and that
+// will not go by themselves: not being deleted, and not deleted now (doomed).
+func (r *Reconciler) tellHeld(js *jobsetv1alpha2.JobSet, holders map[string][]*corev1.Pod, doomed map[types.UID]*corev1.Pod, newlyHeld sets.Set[string]) {
 	var held, heldNames []string
 	for name, ps := range holders {
 		left := 0 // pods that will not go by themselves: not being deleted, not deleted now
@@ -105,10 +115,6 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dro
 			"%d PersistentVolumeClaims deleted by retention stay Terminating while pods that ran with them exist (Kubernetes' pvc-protection): %s; %s",
 			len(held), names(held), releasedBy(js))
 	}
-	if waiting {
-		return ctrl.Result{RequeueAfter: heldRecheck}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 // claimRef is a PVC of js's namespace by name, as the related object of an Event. Each of these

@@ -10,8 +10,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 )
 
 // PodWebhook adds to a pod, on CREATE, the per-pod volumes of its ReplicatedJob, Job index and

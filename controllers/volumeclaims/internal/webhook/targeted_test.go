@@ -3,8 +3,8 @@ package webhook
 import (
 	"strings"
 
-	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 

@@ -1,7 +1,9 @@
 // Command docgen writes docs/reference.md, the annotation and label reference, from the Go
 // source of package contract: every key constant with its value and doc comment, grouped by
-// add-on, and every value type with its fields (JSON name, Go type, doc comment). `make docs`
-// runs it; `make verify` fails when docs/reference.md differs from what it writes.
+// add-on, and every value type with its fields (JSON name, Go type, doc comment). From the same
+// source it writes zz_generated_docs.go in the package, the same doc comments as data, which
+// contract.KeyDoc, Doc and Values serve to `kubectl jobset-addons explain`. `make docs` runs
+// it (in pkg/contract); `make verify` fails when either file differs from what it writes.
 //
 //	go run ./internal/docgen [-check] OUT
 package main
@@ -32,7 +34,7 @@ var imported = map[string]string{
 
 // valueTypes are the types of annotation values, in the order the reference lists them.
 var valueTypes = []string{
-	"VolumeClaimPolicy", "VolumeRetentionPolicy", "RetentionPolicyType",
+	"VolumeClaimPolicy", "VolumeRetentionPolicy", "RetentionPolicyType", "NodeLostPolicyType",
 	"ResourceClaimTemplate",
 	"ExecutionPolicy", "DependencyStatus", "Dependency", "Released", "StartBarrier", "BarriersOpened",
 	"Scheduler", "NetworkTopology", "NetworkTopologyMode",
@@ -59,42 +61,62 @@ func main() {
 		fmt.Fprintln(os.Stderr, "docgen:", err)
 		os.Exit(1)
 	}
-	path := flag.Arg(0)
-	if *check {
-		have, _ := os.ReadFile(path)
-		if !bytes.Equal(have, out) {
-			fmt.Fprintf(os.Stderr, "docgen: %s is out of date: run `make docs`\n", path)
+	data, err := generateData(".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docgen:", err)
+		os.Exit(1)
+	}
+	for path, content := range map[string][]byte{flag.Arg(0): out, DataFile: data} {
+		if err := write(path, content, *check); err != nil {
+			fmt.Fprintln(os.Stderr, "docgen:", err)
 			os.Exit(1)
 		}
-		return
+	}
+}
+
+// write writes content to path, or with check fails when path holds something else.
+func write(path string, content []byte, check bool) error {
+	if check {
+		have, _ := os.ReadFile(path)
+		if !bytes.Equal(have, content) {
+			return fmt.Errorf("%s is out of date: run `make docs`", path)
+		}
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "docgen:", err)
-		os.Exit(1)
+		return err
 	}
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "docgen:", err)
-		os.Exit(1)
-	}
+	return os.WriteFile(path, content, 0o644)
 }
 
 type key struct{ name, value, doc string }
 
-func generate(dir string) ([]byte, error) {
+// load parses package contract in dir, without its tests and the file docgen writes.
+func load(dir string) (*token.FileSet, []*ast.File, *doc.Package, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go") && fi.Name() != DataFile
+	}, parser.ParseComments)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	astPkg, ok := pkgs["contract"]
 	if !ok {
-		return nil, fmt.Errorf("no package contract in %s", dir)
+		return nil, nil, nil, fmt.Errorf("no package contract in %s", dir)
 	}
 	files := make([]*ast.File, 0, len(astPkg.Files))
 	for _, name := range sortedKeys(astPkg.Files) {
 		files = append(files, astPkg.Files[name])
 	}
 	p, err := doc.NewFromFiles(fset, files, "github.com/jobset-addons/jobset-addons/pkg/contract")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return fset, files, p, nil
+}
+
+func generate(dir string) ([]byte, error) {
+	fset, files, p, err := load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -145,24 +167,33 @@ func generate(dir string) ([]byte, error) {
 			}
 		default:
 			var values []string
-			for _, c := range t.Consts {
-				for _, s := range c.Decl.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i := range vs.Names {
-						if i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								values = append(values, "`"+unquote(lit.Value)+"`")
-							}
-						}
-					}
-				}
+			for _, v := range enumValues(t) {
+				values = append(values, "`"+v+"`")
 			}
 			if len(values) > 0 {
-				fmt.Fprintf(&b, "\nValues: %s.\n", strings.Join(dedupe(values), ", "))
+				fmt.Fprintf(&b, "\nValues: %s.\n", strings.Join(values, ", "))
 			}
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// enumValues are the string constants declared with type t, in source order, each once.
+func enumValues(t *doc.Type) []string {
+	var values []string
+	for _, c := range t.Consts {
+		for _, s := range c.Decl.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i := range vs.Names {
+				if i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						values = append(values, unquote(lit.Value))
+					}
+				}
+			}
+		}
+	}
+	return dedupe(values)
 }
 
 // keyConstants are the string constants of keys.go, in source order.

@@ -1,0 +1,205 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// ownClockRecheck is how often a retained PVC with an expiry is looked at again where
+// Kubernetes sets no Unused condition (the add-on then watches no pod: it looks), and how soon
+// an expired PVC that a pod turned out to use is looked at again.
+const ownClockRecheck = time.Minute
+
+// Expiry deletes the add-on's retained PVCs whose retentionPolicy.expireAfterUnused has
+// passed (contract.VolumeClaimExpiry). Everything it goes by is on the PVC (the annotations the
+// add-on wrote, the Unused condition Kubernetes writes), so a restart loses nothing. A PVC is
+// retained when its JobSet is gone or finished: while the JobSet runs (or waits: suspended,
+// queued), its PVCs never expire.
+type Expiry struct {
+	// Client reads the add-on's PVCs and the JobSets from the cache, and deletes.
+	Client client.Client
+	// Reader lists, from the API server, the pods of the PVC's namespace just before it is
+	// deleted (and, without the Unused condition, at each look).
+	Reader   client.Reader
+	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the expiry for the add-on's PVCs with an expiry, and for changes
+// of their JobSets (a JobSet that finishes or goes starts its PVCs' clocks).
+func (e *Expiry) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if err := registerRetained(mgr.GetCache()); err != nil {
+		return err
+	}
+	hasExpiry := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetAnnotations()[contract.VolumeClaimExpireAfterUnusedAnnotationKey]
+		return ok
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("volumeclaims-expiry").
+		WatchesRawSource(addon.For(mgr, &corev1.PersistentVolumeClaim{}, hasExpiry)).
+		WatchesRawSource(addon.Watches(mgr, &jobsetv1alpha2.JobSet{}, handler.EnqueueRequestsFromMapFunc(e.claimsOfJobSet))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(addon.Busy(e))
+}
+
+// claimsOfJobSet maps a JobSet to the add-on's PVCs of its name that have an expiry.
+func (e *Expiry) claimsOfJobSet(ctx context.Context, o client.Object) []reconcile.Request {
+	var list corev1.PersistentVolumeClaimList
+	if err := e.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{
+		contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: o.GetName(),
+	}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if _, ok := p.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey]; ok {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		}
+	}
+	return out
+}
+
+func (e *Expiry) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile deletes the PVC if it expired, or comes back when it will.
+func (e *Expiry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := e.Client.Get(ctx, req.NamespacedName, pvc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !expiring(pvc) {
+		return ctrl.Result{}, nil
+	}
+	js, err := e.jobSet(ctx, pvc)
+	if err != nil || (js != nil && !finished(js)) {
+		return ctrl.Result{}, err // in its JobSet's hands: a change of the JobSet brings it back
+	}
+	own := contract.UnusedCondition(pvc) == nil
+	if own {
+		if res, done, err := e.ownClock(ctx, pvc); done || err != nil {
+			return res, err
+		}
+	}
+	at, since, ok := contract.VolumeClaimExpiry(pvc)
+	if !ok {
+		return ctrl.Result{}, nil // in use: the Unused condition turning True brings it back
+	}
+	if wait := at.Sub(e.now()); wait > 0 {
+		if own {
+			wait = min(wait, ownClockRecheck) // no pod is watched: look again
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	return e.expire(ctx, pvc, js, since)
+}
+
+// expiring tells whether pvc is one the expiry may delete: the add-on's, with an expiry,
+// Bound (Kubernetes says whether a Bound PVC is used), not being deleted.
+func expiring(pvc *corev1.PersistentVolumeClaim) bool {
+	_, ok := pvc.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey]
+	return ok && pvc.Labels[contract.ManagedByLabelKey] == contract.VolumeClaimsManagedByValue &&
+		pvc.DeletionTimestamp.IsZero() && pvc.Status.Phase == corev1.ClaimBound
+}
+
+// jobSet returns the JobSet of the PVC's name, nil when there is none.
+func (e *Expiry) jobSet(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*jobsetv1alpha2.JobSet, error) {
+	js := &jobsetv1alpha2.JobSet{}
+	key := types.NamespacedName{Namespace: pvc.Namespace, Name: pvc.Labels[contract.JobSetNameLabelKey]}
+	if err := e.Client.Get(ctx, key, js); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if !policy.Uses(js) || !js.DeletionTimestamp.IsZero() {
+		return nil, nil // a JobSet of the same name without policies does not hold the PVC
+	}
+	return js, nil
+}
+
+// finished tells whether the JobSet completed or failed.
+func finished(js *jobsetv1alpha2.JobSet) bool {
+	return apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted)) ||
+		apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
+}
+
+// ownClock keeps the add-on's clock of a PVC without the Unused condition: it looks whether a
+// pod uses the PVC, and writes since when none does (or clears it). done: come back later.
+func (e *Expiry) ownClock(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (ctrl.Result, bool, error) {
+	users, _, err := e.podsOf(ctx, pvc)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	_, has := pvc.Annotations[contract.VolumeClaimUnusedSinceAnnotationKey]
+	if (len(users) > 0) == !has {
+		return ctrl.Result{RequeueAfter: ownClockRecheck}, len(users) > 0, nil
+	}
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if len(users) > 0 {
+		delete(pvc.Annotations, contract.VolumeClaimUnusedSinceAnnotationKey)
+	} else {
+		pvc.Annotations[contract.VolumeClaimUnusedSinceAnnotationKey] = e.now().UTC().Format(time.RFC3339)
+	}
+	if err := e.Client.Patch(ctx, pvc, patch); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	return ctrl.Result{RequeueAfter: ownClockRecheck}, len(users) > 0, nil
+}
+
+// podsOf lists, from the API server, the pods of pvc's namespace that mount it: users (not
+// finished: they use it) and holders (finished, but ran with it: Kubernetes keeps a deleted PVC
+// while they exist).
+func (e *Expiry) podsOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (users, holders []string, err error) {
+	var pods corev1.PodList
+	if err := e.Reader.List(ctx, &pods, client.InNamespace(pvc.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("listing the pods of %s: %w", pvc.Namespace, err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !mountsClaim(p, pvc.Name) {
+			continue
+		}
+		switch {
+		case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+			users = append(users, p.Name)
+		case p.Spec.NodeName != "":
+			holders = append(holders, p.Name)
+		}
+	}
+	return users, holders, nil
+}
+
+// mountsClaim tells whether the pod has a volume of the PVC name.
+func mountsClaim(p *corev1.Pod, name string) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name {
+			return true
+		}
+	}
+	return false
+}
