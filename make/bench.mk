@@ -16,7 +16,8 @@
 #                     when named (e2e/bench/scale_test.go has its sizes: SCALE_JOBSETS, ...)
 #     dryrun-memory   each add-on's webhook RSS before, at peak and after BENCH_DRYRUN_JOBSETS
 #                     (5,000) distinct ~200 KB JobSets sent as server-side dry runs; SCENARIO
-#                     names the add-ons (volumeclaims,resourceclaims,...), all four by default
+#                     names the add-ons (volumeclaims,resourceclaims,...), all four by default,
+#                     or is together: the four at once, each JobSet using all four
 # SCENARIO is handed to the benchmark as its knob below (VOLUMECLAIMS_BENCH, ...).
 ADDON ?=
 SCENARIO ?=

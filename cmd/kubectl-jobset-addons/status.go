@@ -348,7 +348,8 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 // refusedReasons are the reasons of the Warnings an add-on emits, once per template and cause,
 // when the API server refuses for good the objects it makes for the JobSet (the volumeclaims and
 // resourceclaims controllers' ReasonRefused), or refuses the pods the JobSet's Jobs create
-// because of what an add-on put in them (PodsRefused: the sequencer's start barrier).
+// because of what an add-on put in them (PodsRefused: a PVC of volumeclaims, a claim of
+// resourceclaims, the sequencer's start barrier container).
 var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused", "PodsRefused"}
 
 // blockedReasons are the reasons of the Warnings the sequencer gives when a start barrier cannot

@@ -48,6 +48,9 @@ func main() {
 				}
 				return corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: j.Spec.Template.Spec.ResourceClaims}}
 			}),
+			// The Job controller's FailedCreate Events: pods refused because of a claim, told on
+			// the JobSet.
+			&corev1.Event{}: addon.FailedCreateEvents(),
 		},
 		Kinds:              controller.Kinds,
 		Waits:              controller.Waits,
@@ -68,6 +71,9 @@ func main() {
 			rc.QPS, rc.Burst = adoptQPS, adoptBurst
 			adopter, err := client.New(rc, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 			if err != nil {
+				return err
+			}
+			if err := addon.SetupPodsRefused(mgr, "resourceclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

@@ -81,12 +81,7 @@ func main() {
 			if err := controller.IndexFields(ctx, mgr); err != nil {
 				return err
 			}
-			refused := &addon.PodsRefused{
-				Client:   mgr.GetClient(),
-				Recorder: addon.EventRecorder(mgr, "sequencer.jobset-addons.io"),
-				Concerns: sequence.BarrierRefusal,
-			}
-			if err := refused.SetupWithManager(mgr); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", sequence.BarrierRefusal); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

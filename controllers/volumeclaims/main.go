@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/featuregate"
@@ -35,6 +36,10 @@ func main() {
 		Uses: policy.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue),
+			// The Job controller's FailedCreate Events and the Jobs they are about (their labels,
+			// not their pod templates): pods refused because of a PVC, told on the JobSet.
+			&corev1.Event{}: addon.FailedCreateEvents(),
+			&batchv1.Job{}:  addon.JobsOfJobSets(nil),
 		},
 		Kinds:              controller.Kinds,
 		MutatingWebhooks:   true,
@@ -45,6 +50,9 @@ func main() {
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
 			if err := webhook.Register(mgr, common.WebhookQPS, common.WebhookBurst); err != nil {
+				return err
+			}
+			if err := addon.SetupPodsRefused(mgr, "volumeclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			rec := addon.EventRecorder(mgr, "volumeclaims.jobset-addons.io")

@@ -48,12 +48,18 @@ func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group
 // does not wait for the API server to load it: each caller knows what shows that.
 func DenyPolicy(ctx context.Context, t *testing.T, c client.Client, name string, match admissionregistrationv1.MatchResources, expression, message string) {
 	t.Helper()
+	DenyValidation(ctx, t, c, name, match, admissionregistrationv1.Validation{Expression: expression, Message: message})
+}
+
+// DenyValidation is DenyPolicy with the policy's validation whole (a messageExpression, say).
+func DenyValidation(ctx context.Context, t *testing.T, c client.Client, name string, match admissionregistrationv1.MatchResources, validation admissionregistrationv1.Validation) {
+	t.Helper()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &match,
-			Validations:      []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+			Validations:      []admissionregistrationv1.Validation{validation},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

@@ -66,6 +66,15 @@ type PodsRefused struct {
 	told toldRecently
 }
 
+// SetupPodsRefused runs, in mgr, a PodsRefused that reads the manager's cache and tells with the
+// Event recorder of component (the add-on's, "<name>.jobset-addons.io"); concerns is its
+// Concerns. The manager's cache must hold the FailedCreate Events (FailedCreateEvents) and the
+// JobSets' Jobs.
+func SetupPodsRefused(mgr ctrl.Manager, component string, concerns func(js *jobsetv1alpha2.JobSet, job *batchv1.Job, message string) (string, bool)) error {
+	r := &PodsRefused{Client: mgr.GetClient(), Recorder: EventRecorder(mgr, component), Concerns: concerns}
+	return r.SetupWithManager(mgr)
+}
+
 // SetupWithManager watches the FailedCreate Events of the manager's cache.
 func (r *PodsRefused) SetupWithManager(mgr ctrl.Manager) error {
 	failedCreate := predicate.NewPredicateFuncs(func(obj client.Object) bool {
@@ -178,4 +187,19 @@ func (t *toldRecently) forgetOld(now time.Time) {
 	if t.at == nil || len(t.at) >= maxTold {
 		t.at = make(map[string]time.Time)
 	}
+}
+
+// NamedIn are the words of a refusal's message that may be object names: the runs of the
+// characters of a DNS subdomain (a-z, 0-9, '-', '.'), without a trailing '.' or '-' (the end of
+// a sentence). An add-on's Concerns looks for the names of its objects among them, whole.
+func NamedIn(message string) map[string]bool {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(message, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '.'
+	}) {
+		if w = strings.TrimRight(w, ".-"); w != "" {
+			words[w] = true
+		}
+	}
+	return words
 }

@@ -40,3 +40,15 @@ func TestToldRecently(t *testing.T) {
 		}
 	}
 }
+
+func TestNamedIn(t *testing.T) {
+	got := NamedIn(`Error creating: pods "train-w-0-0-abcde" is forbidden: claims data-train, ckpt-train-w-0-1. Not a.b-`)
+	for _, want := range []string{"train-w-0-0-abcde", "data-train", "ckpt-train-w-0-1", "a.b"} {
+		if !got[want] {
+			t.Errorf("NamedIn misses %q: %v", want, got)
+		}
+	}
+	if got["ckpt-train-w-0-1."] || got["data-train,"] {
+		t.Errorf("NamedIn keeps punctuation: %v", got)
+	}
+}

@@ -205,6 +205,10 @@ volumeclaims:
   - apiGroups: [""]
     resources: ["pods"]
     verbs: ["list", "delete"]
+  # The Job controller's FailedCreate Events, to tell a JobSet whose pods are refused.
+  - apiGroups: [""]
+    resources: ["events"]
+    verbs: ["list", "watch"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]
@@ -216,6 +220,10 @@ resourceclaims:
   - apiGroups: ["resource.k8s.io"]
     resources: ["resourceclaims"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  # The Job controller's FailedCreate Events, to tell a JobSet whose pods are refused.
+  - apiGroups: [""]
+    resources: ["events"]
+    verbs: ["list", "watch"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]

@@ -45,8 +45,11 @@ var allowlist = func() map[string][]string {
 	}
 	own := map[string][]string{
 		// pods: list those that hold PVCs retention deleted, delete the finished ones (finishedPods: Delete).
-		"volumeclaims":   append(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete")...),
-		"resourceclaims": crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
+		// events: FailedCreate of Jobs, to tell pods refused because of a PVC or a claim.
+		"volumeclaims": slices.Concat(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete"),
+			crud("/events", "list", "watch")),
+		"resourceclaims": slices.Concat(crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
+			crud("/events", "list", "watch")),
 		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs.
 		"sequencer": slices.Concat(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch", "create"),
 			crud("/events", "list", "watch")),

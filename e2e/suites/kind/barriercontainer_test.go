@@ -97,3 +97,24 @@ func TestBarrierQuotaLimits(t *testing.T) {
 	})
 	testenv.Test(t, f)
 }
+
+// TestBarrierRestrictedNamespace: a namespace that enforces Pod Security restricted, a barrier
+// JobSet whose own containers comply: the API server admits its pods (the barrier container
+// complies too: its own non-root user, seccomp RuntimeDefault, no capabilities, no privilege
+// escalation), the real kubelets run them, the barrier opens (the JobSet records it) and the
+// JobSet completes.
+func TestBarrierRestrictedNamespace(t *testing.T) {
+	f := framework.NamespacedFeature("start barrier in a restricted namespace", "the pods are admitted, the barrier opens and the JobSet completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		framework.EnforcePodSecurity(ctx, t, c, ns, "restricted")
+		js := barrierJobSet(ns, "restricted", framework.RestrictedPodSpec)
+		framework.CreateAll(ctx, t, c, js)
+		waitCompleted(ctx, t, c, js)
+		if _, ok := js.Annotations[contract.StartBarrierOpenedAnnotationKey]; !ok {
+			t.Errorf("the JobSet completed without the record of its barrier opened: %v", js.Annotations)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}

@@ -2,10 +2,8 @@ package sequencer_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,24 +65,7 @@ func TestBarrierLimitRangeRefused(t *testing.T) {
 		if !containsAll(warnings, contract.StartBarrierContainerName, "minimum cpu usage per Container is 100m") {
 			t.Errorf("admission warnings %q: want one naming the barrier container and the LimitRange's minimum", warnings)
 		}
-		created := time.Now()
-		framework.Eventually(ctx, t, 30*time.Second, "PodsRefused on the JobSet", func(ctx context.Context) (bool, string, error) {
-			msgs, err := framework.EventMessages(ctx, c, js, "PodsRefused")
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return len(msgs) > 0, fmt.Sprint(msgs), nil
-		})
-		t.Logf("PodsRefused %v after the JobSet was created", time.Since(created).Round(time.Millisecond))
-		time.Sleep(5 * time.Second) // the Job controller's retries: told once
-		msgs, err := framework.EventMessages(ctx, c, js, "PodsRefused")
-		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], contract.StartBarrierContainerName) ||
-			!strings.Contains(msgs[0], "minimum cpu usage per Container is 100m") || !strings.Contains(msgs[0], "Job min-w-0") {
-			t.Errorf("PodsRefused %q (%v): want one naming the Job, the barrier container and the cause", msgs, err)
-		}
-		if out := framework.AddonsStatus(ctx, t, cfg, ns, js.Name); !strings.Contains(out, "PodsRefused") {
-			t.Errorf("kubectl jobset-addons status does not show PodsRefused:\n%s", out)
-		}
+		framework.ExpectPodsRefused(ctx, t, cfg, c, js, contract.StartBarrierContainerName, "minimum cpu usage per Container is 100m", "Job min-w-0")
 		return ctx
 	})
 	testenv.Test(t, f)
@@ -105,31 +86,8 @@ func containsAll(list []string, subs ...string) bool {
 
 // restrictedContainers makes every container of rj compliant with Pod Security restricted.
 func restrictedContainers(rj *addontest.ReplicatedJobWrapper) *addontest.ReplicatedJobWrapper {
-	spec := rj.PodSpec()
-	spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
-	for i := range spec.Containers {
-		spec.Containers[i].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
-	}
+	framework.RestrictedPodSpec(rj.PodSpec())
 	return rj
-}
-
-// labelNamespace sets Pod Security's enforce level on the namespace.
-func labelNamespace(ctx context.Context, t *testing.T, c client.Client, name, level string) {
-	t.Helper()
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	ns.Labels["pod-security.kubernetes.io/enforce"] = level
-	if err := c.Patch(ctx, ns, patch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestBarrierPodSecurity: in a namespace that enforces Pod Security restricted, a barrier JobSet
@@ -141,7 +99,7 @@ func TestBarrierPodSecurity(t *testing.T) {
 	restricted := framework.NamespacedFeature("a start barrier in a restricted namespace", "compliant containers complete; others are warned of", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		labelNamespace(ctx, t, c, ns, "restricted")
+		framework.EnforcePodSecurity(ctx, t, c, ns, "restricted")
 		js := withBarrier(addontest.JobSet(ns, "restricted"), contract.StartBarrierJobSet, "60s").
 			ReplicatedJobs(restrictedContainers(replicated("w", 2, 1, "1s"))).Obj()
 		if w := framework.CreateWithWarnings(ctx, t, cfg, js); containsAll(w, "PodSecurity") {
@@ -158,7 +116,7 @@ func TestBarrierPodSecurity(t *testing.T) {
 	root := framework.NamespacedFeature("a start barrier on root pods in a baseline namespace", "the barrier runs as its own user and the JobSet completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		labelNamespace(ctx, t, c, ns, "baseline")
+		framework.EnforcePodSecurity(ctx, t, c, ns, "baseline")
 		rj := replicated("w", 2, 1, "1s")
 		rj.PodSpec().SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(false)}
 		js := withBarrier(addontest.JobSet(ns, "root"), contract.StartBarrierJobSet, "60s").ReplicatedJobs(rj).Obj()
