@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${KUBECONFIG:-}" ]; then exec "$@"; fi
-export KUBECONFIG=$PWD/.testbed/kubeconfig
+dir=${TESTBED_DIR:-.testbed}
+[[ $dir == /* ]] || dir=$PWD/$dir
+export KUBECONFIG=$dir/kubeconfig
 if bin/testbed/kubectl get --raw /readyz >/dev/null 2>&1; then exec "$@"; fi
 trap 'bin/testbedctl down' EXIT
 bin/testbedctl up
