@@ -46,8 +46,9 @@ var allowlist = func() map[string][]string {
 	own := map[string][]string{
 		// pods: list those that hold PVCs retention deleted, delete the finished ones (finishedPods: Delete).
 		// events: FailedCreate of Jobs, to tell pods refused because of a PVC or a claim.
+		// nodes, persistentvolumes: whenNodeLost reads the node a PVC's volume is pinned to.
 		"volumeclaims": slices.Concat(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete"),
-			crud("/events", "list", "watch")),
+			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch"), crud("/persistentvolumes", "get", "list", "watch")),
 		"resourceclaims": slices.Concat(crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
 			crud("/events", "list", "watch")),
 		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs.
