@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,6 +13,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -25,11 +27,18 @@ func (n *NodeLoss) recreate(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc 
 	if err := n.Reader.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetUIDLabelKey: string(js.UID)}); err != nil {
 		return fmt.Errorf("listing the pods of %s: %w", js.Name, err)
 	}
+	// Only pods whose controller is a Job the JobSet made: a pod that merely carries its labels
+	// is not the add-on's to delete.
+	var jobs batchv1.JobList
+	if err := n.Reader.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+		return fmt.Errorf("listing the Jobs of %s: %w", js.Name, err)
+	}
+	members := jobsets.MembersOf(js, jobs.Items)
 	lost, _ := pinnedNodes(pv)
 	var stuck []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !mountsClaim(p, pvc.Name) || !slices.Contains(lost, p.Spec.NodeName) {
+		if !mountsClaim(p, pvc.Name) || !slices.Contains(lost, p.Spec.NodeName) || members.JobOf(p) == nil {
 			continue
 		}
 		if err := n.Client.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
