@@ -76,6 +76,13 @@ func TestObservability(t *testing.T) {
 		for _, name := range framework.Addons {
 			expectAtLeast(ctx, t, `count_over_time(up{job="jobset-addons-`+name+`-metrics"}[1m])`, 2)
 		}
+		// Every add-on's webhook series made before the workload too: controller-runtime makes a
+		// webhook's latency series at its first call, after a restart (the chaos suite's) as well,
+		// and a rate() over a series born with the workload's calls sees no increase.
+		if err := c.Create(ctx, framework.AllAddonsJobSet(ns, "first-call"), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		expectAtLeast(ctx, t, `max(count_over_time(controller_runtime_webhook_latency_seconds_count{job=~"jobset-addons-.+-metrics"}[1m]))`, 1)
 		all := framework.AllAddonsJobSet(ns, "all")
 		framework.CreateAll(ctx, t, c, append(asObjects(waiting(ns)), all)...)
 		refused := addontest.JobSet(ns, "refused").Annotation(contract.PoliciesAnnotationKey, `[{templates: [`+pvc+`], retentionPolicy: {whenComplete: Sometimes}}]`).
