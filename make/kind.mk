@@ -3,7 +3,8 @@
 # suite where a Docker engine answers.
 KIND_MOD = $(call mod_dir,tools/kind,sigs.k8s.io/kind)
 KIND_ENV = KIND=$(KIND) HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl KO=$(KO) \
-	JOBSET_SRC=$(call mod_dir,tools/jobset,sigs.k8s.io/jobset) SCHEDPLUGINS_SRC=$(SCHEDPLUGINS_SRC)
+	JOBSET_SRC=$(call mod_dir,tools/jobset,sigs.k8s.io/jobset) SCHEDPLUGINS_SRC=$(SCHEDPLUGINS_SRC) \
+	TRAINER_SRC=$(call mod_dir,$(call trainer_mod,$(TRAINER_NEWEST)),github.com/kubeflow/trainer/v2)
 
 .PHONY: kind-image
 kind-image: $(KIND_NODE_BINS) ## tools: The kind node image, built offline, cached by content (Docker, debootstrap)

@@ -75,6 +75,9 @@ type Config struct {
 	// JobSetSource and SchedulerPluginsSource are the module directories whose config/ hold
 	// JobSet's manifests and scheduler-plugins' CRDs.
 	JobSetSource, SchedulerPluginsSource string
+	// TrainerSource is the module directory of Kubeflow Trainer (tools/trainer), whose
+	// manifests InstallTrainer applies (TRAINER_SRC); empty, no case may install Trainer.
+	TrainerSource string
 	// WorkDir holds the kind config, the kubeconfig, the docker wrapper and the nodes' shared
 	// volume directory.
 	WorkDir string
@@ -93,7 +96,7 @@ type Config struct {
 func (c Config) Release() bool { return c.Chart != "" }
 
 // DefaultConfig reads the environment that make e2e-kind sets: KIND_CLUSTER_NAME,
-// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC; and, for a release
+// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC, TRAINER_SRC; and, for a release
 // (make release-check), KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION.
 func DefaultConfig() (Config, error) {
 	root, err := repo.Root()
@@ -105,8 +108,9 @@ func DefaultConfig() (Config, error) {
 		NodeImage: os.Getenv("KIND_NODE_IMAGE"),
 		KindBin:   os.Getenv("KIND"), HelmBin: os.Getenv("HELM"), KubectlBin: os.Getenv("KUBECTL"),
 		JobSetSource: os.Getenv("JOBSET_SRC"), SchedulerPluginsSource: os.Getenv("SCHEDPLUGINS_SRC"),
-		WorkDir:  filepath.Join(root, "bin", "kind"),
-		Registry: os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
+		TrainerSource: os.Getenv("TRAINER_SRC"),
+		WorkDir:       filepath.Join(root, "bin", "kind"),
+		Registry:      os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
 	}
 	c.Workers = 2
 	if v := os.Getenv("KIND_WORKERS"); v != "" {
