@@ -81,7 +81,7 @@ func main() {
 			if err := controller.IndexFields(ctx, mgr); err != nil {
 				return err
 			}
-			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", sequence.BarrierRefusal); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
