@@ -59,7 +59,7 @@ func main() {
 			if err != nil || barrierPods == nil {
 				return waits, err
 			}
-			atBarrier, err := controller.BarrierWaits(ctx, barrierPods)
+			atBarrier, err := controller.BarrierWaits(ctx, c, barrierPods)
 			return append(waits, atBarrier...), err
 		},
 		WaitReasons:        []string{controller.WaitReason, controller.BarrierReason},
