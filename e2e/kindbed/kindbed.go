@@ -334,14 +334,20 @@ spec:
 // waitAdmission waits until a JobSet is admitted: a Deployment rolled out is not yet a webhook
 // the API server reaches through its Service (endpoints, kube-proxy, JobSet's own certificate).
 func (c Config) waitAdmission(ctx context.Context) error {
+	return c.waitDryRun(ctx, "a JobSet is still not admitted 2m after the installs", probeJobSet, func(err error) bool { return err == nil })
+}
+
+// waitDryRun creates the object of manifest with --dry-run=server, every 500 ms for up to 2
+// minutes, until done says the result (its error) is the one waited for.
+func (c Config) waitDryRun(ctx context.Context, what, manifest string, done func(error) bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, err := c.Kubectl(ctx, []byte(probeJobSet), "create", "--dry-run=server", "-f", "-")
-		if err == nil {
+		_, err := c.Kubectl(ctx, []byte(manifest), "create", "--dry-run=server", "-f", "-")
+		if done(err) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("a JobSet is still not admitted 2m after the installs: %w", err)
+			return fmt.Errorf("%s (last: %v)", what, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -97,19 +97,7 @@ spec: {runtimeRef: {name: kindbed-probe-no-such-runtime, apiGroup: trainer.kubef
 // waitTrainerWebhooks waits until the API server reaches Trainer's webhooks through their
 // Service, with the CA Trainer's certificate management put into their configurations.
 func (c Config) waitTrainerWebhooks(ctx context.Context) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		_, err := c.Kubectl(ctx, []byte(trainerProbe), "create", "--dry-run=server", "-f", "-")
-		if err != nil && strings.Contains(err.Error(), "kindbed-probe-no-such-runtime") && strings.Contains(err.Error(), "validator.trainjob.trainer.kubeflow.org") {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("Trainer's webhooks still do not answer 2m after its install (last: %v)", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+	return c.waitDryRun(ctx, "Trainer's webhooks still do not answer 2m after its install", trainerProbe, func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "kindbed-probe-no-such-runtime") && strings.Contains(err.Error(), "validator.trainjob.trainer.kubeflow.org")
+	})
 }

@@ -3,7 +3,6 @@ package kind_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,12 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/e2e/kindbed"
@@ -52,8 +49,10 @@ func TestTrainJobOnRealNodes(t *testing.T) {
 		stopRecords := recordPods(ctx, c, js, 2)
 		gangs := watchPodGroups(ctx, c, ns)
 		run := time.Now()
-		tj := createTrainJob(ctx, t, c, ns, name, "initializers-barrier-runtime.yaml")
-		waitTrainJobComplete(ctx, t, c, tj)
+		rt := framework.TrainingRuntimeFrom(t, filepath.Join("testdata", "initializers-barrier-runtime.yaml"), ns, nil)
+		tj := framework.TrainJob(ns, name, rt.GetName())
+		framework.CreateTrainJob(ctx, t, c, rt, tj)
+		framework.WaitTrainJob(ctx, t, c, tj, "Complete", storyTimeout)
 		t.Logf("TrainJob %s complete %s after its creation", name, time.Since(run).Round(100*time.Millisecond))
 		recs := stopRecords()
 		seen := gangs()
@@ -88,55 +87,6 @@ func TestTrainJobOnRealNodes(t *testing.T) {
 		return ctx
 	})
 	testenv.Test(t, f)
-}
-
-// createTrainJob creates the TrainingRuntime of testdata/file in ns, then a TrainJob of it
-// (Trainer's webhook refuses a TrainJob whose runtime its cache has not seen yet: retried).
-func createTrainJob(ctx context.Context, t *testing.T, c client.Client, ns, name, file string) *unstructured.Unstructured {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &rt.Object); err != nil {
-		t.Fatal(err)
-	}
-	rt.SetNamespace(ns)
-	if err := c.Create(ctx, rt); err != nil {
-		t.Fatal(err)
-	}
-	tj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"runtimeRef": map[string]any{
-			"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": rt.GetName(),
-		}},
-	}}
-	framework.Eventually(ctx, t, 30*time.Second, "TrainJob "+name+" created", func(ctx context.Context) (bool, string, error) {
-		err := c.Create(ctx, tj.DeepCopy())
-		if err != nil && strings.Contains(err.Error(), "must be created before the TrainJob is created") {
-			return false, err.Error(), nil
-		}
-		return true, "", err
-	})
-	return tj
-}
-
-func waitTrainJobComplete(ctx context.Context, t *testing.T, c client.Client, tj *unstructured.Unstructured) {
-	t.Helper()
-	framework.Eventually(ctx, t, storyTimeout, "TrainJob "+tj.GetName()+" Complete", func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(tj), tj); err != nil {
-			return false, err.Error(), nil
-		}
-		conds, _, _ := unstructured.NestedSlice(tj.Object, "status", "conditions")
-		for _, x := range conds {
-			if m, _ := x.(map[string]any); m["type"] == "Complete" && m["status"] == "True" {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("conditions %v", conds), nil
-	})
 }
 
 // checkCheckpoints: each node pod mounted its own checkpoint PVC, which is Bound, was bound for
