@@ -20,8 +20,10 @@ kind-images: $(KO) ## tools: Every image a kind cluster loads, into the Docker e
 # distributed-start stories (jobset #971); make test keeps TestRendezvousAcrossNodes (a
 # rendezvous across nodes through JobSet DNS names) and TestStartBarrierLinesUpStarts (the start
 # barrier on real pods, some 35 s); and TestNodeLostOnRealNodes, which stops a worker's container
-# (some 3 minutes, and the cluster is one node short until it is back).
-KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout|TestNodeLostOnRealNodes
+# (some 3 minutes, and the cluster is one node short until it is back); and TestTrainJobOnRealNodes,
+# which installs Kubeflow Trainer (over 2 minutes: its controller manager waits for the webhook
+# certificate it makes to reach its pod's Secret volume).
+KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout|TestNodeLostOnRealNodes|TestTrainJobOnRealNodes
 .PHONY: e2e-kind
 e2e-kind: ## test: The kind suite: real containers, the chart installed (KIND_REDUCED=1: as CI)
 	@if ! docker info >/dev/null 2>&1; then \

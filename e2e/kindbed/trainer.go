@@ -57,6 +57,7 @@ func InstallTrainer(ctx context.Context, c Config, log func(string, ...any)) err
 	if _, err := c.run(ctx, nil, c.KindBin, "load", "docker-image", "--name", c.Name, TrainerImage); err != nil {
 		return err
 	}
+	log("%s loaded in %s", TrainerImage, time.Since(start).Round(100*time.Millisecond))
 	dir := filepath.Join(c.WorkDir, c.Name+"-trainer")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

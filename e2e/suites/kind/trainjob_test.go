@@ -26,9 +26,9 @@ import (
 // template asks all four add-ons, the start barrier of the whole JobSet among them: the
 // TrainJob completes; each stage's pods passed the barrier together (no main container started
 // before the last pod of its stage reached the barrier); each node pod wrote its own
-// checkpoint PVC, bound on the node the pod ran on; each initializer Job's claim was allocated
-// by the DRA driver and seen by its container; each stage's gang was made and its pods bound by
-// the coscheduling scheduler.
+// checkpoint PVC, bound on the node the pod ran on; each initializer Job's claim was made and its
+// device seen by its container (the DRA driver's); each stage's gang was made and its pods bound
+// by the coscheduling scheduler.
 func TestTrainJobOnRealNodes(t *testing.T) {
 	f := framework.NamespacedFeature("Trainer: a TrainJob with initializers, the start barrier and all four add-ons", "completes on real nodes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		start := time.Now()
@@ -127,8 +127,10 @@ func checkCheckpoints(ctx context.Context, t *testing.T, c client.Client, all []
 	}
 }
 
-// checkInitializerClaims: each initializer pod used its Job's claim, which the DRA driver
-// allocated and whose device its container saw (the driver's CDI environment names the claim).
+// checkInitializerClaims: each initializer Job's claim was made (and retained), and its pod's
+// container saw the claim's device: the DRA driver prepared it on the pod's node, and its CDI
+// environment names the claim. (The allocation itself is gone by now: the claim is released once
+// no pod uses it.)
 func checkInitializerClaims(ctx context.Context, t *testing.T, c client.Client, all []corev1.Pod) {
 	t.Helper()
 	n := 0
@@ -143,9 +145,6 @@ func checkInitializerClaims(ctx context.Context, t *testing.T, c client.Client, 
 		if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: want}, &claim); err != nil {
 			t.Errorf("claim of %s: %v", p.Name, err)
 			continue
-		}
-		if claim.Status.Allocation == nil {
-			t.Errorf("claim %s was never allocated", want)
 		}
 		if l := logs(ctx, t, p); !strings.Contains(l, "on claim "+p.Namespace+"/"+want) {
 			t.Errorf("initializer pod %s did not see its claim %s: %q", p.Name, want, l)
