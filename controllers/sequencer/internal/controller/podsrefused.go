@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -18,27 +19,34 @@ import (
 // Job controller's FailedCreate Event), is about what the sequencer put in the pod: js has a
 // start barrier and the message names the barrier container (or its volume, of the same name:
 // a quota that asks for a limit, Pod Security), or states a LimitRange constraint on containers
-// that the barrier container of job's pod template breaks (LimitRange messages name no
-// container). A refusal of anything else (another add-on's PVC or claim, the user's containers)
-// is not the sequencer's to tell. what names the container for the Warning.
+// that the barrier container breaks (LimitRange messages name no container), as the webhook put
+// it in the pod template of job's ReplicatedJob. A refusal of anything else (another add-on's
+// PVC or claim, the user's containers) is not the sequencer's to tell. what names the container
+// for the Warning.
 func PodsRefused(js *jobsetv1alpha2.JobSet, job *batchv1.Job, message string) (what string, ok bool) {
 	if !sequence.UsesBarrier(js) {
 		return "", false
 	}
-	if !addon.NamedIn(message)[contract.StartBarrierContainerName] && !breaksLimitRange(barrierOf(job), message) {
+	if !addon.NamedIn(message)[contract.StartBarrierContainerName] && !breaksLimitRange(barrierOf(js, job), message) {
 		return "", false
 	}
 	return "the start barrier's init container " + contract.StartBarrierContainerName, true
 }
 
-// barrierOf is the barrier init container of job's pod template, nil when there is none.
-func barrierOf(job *batchv1.Job) *corev1.Container {
+// barrierOf is the barrier init container in the pod template of job's ReplicatedJob in js (the
+// JobSet's: the Jobs' cache holds no pod template), nil when there is none.
+func barrierOf(js *jobsetv1alpha2.JobSet, job *batchv1.Job) *corev1.Container {
 	if job == nil {
 		return nil
 	}
-	for i, c := range job.Spec.Template.Spec.InitContainers {
-		if c.Name == contract.StartBarrierContainerName {
-			return &job.Spec.Template.Spec.InitContainers[i]
+	rj := jobsets.ReplicatedJob(js, job.Labels[contract.ReplicatedJobNameLabelKey])
+	if rj == nil {
+		return nil
+	}
+	spec := &rj.Template.Spec.Template.Spec
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == contract.StartBarrierContainerName {
+			return &spec.InitContainers[i]
 		}
 	}
 	return nil

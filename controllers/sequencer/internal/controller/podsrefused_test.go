@@ -19,12 +19,15 @@ func TestPodsRefused(t *testing.T) {
 	barrier := addontest.JobSet("ns", "a").Annotation(contract.StartBarrierAnnotationKey, "JobSet").ReplicatedJobs(addontest.ReplicatedJob("x")).Obj()
 	// The barrier container as the webhook injects it: requests 10m / 16Mi, limits 50m / 32Mi.
 	sequence.InjectBarrier(barrier, sequence.BarrierSettings{Image: "b", Resources: sequence.DefaultBarrierResources()}, contract.DefaultStartBarrierTimeout)
-	job := &batchv1.Job{Spec: batchv1.JobSpec{Template: barrier.Spec.ReplicatedJobs[0].Template.Spec.Template}}
+	// A Job as the sequencer's cache holds it: labels, no pod template.
+	job := &batchv1.Job{ObjectMeta: addontest.Job(barrier, "x", 0).Obj().ObjectMeta}
+	other := &batchv1.Job{ObjectMeta: addontest.Job(barrier, "y", 0).Obj().ObjectMeta} // of no ReplicatedJob of the JobSet
 	plain := addontest.JobSet("ns", "a").Obj()
 	cases := map[string]struct {
 		msg    string
 		noBarr bool
 		noJob  bool
+		other  bool
 		want   bool
 	}{
 		"quota names it":              {msg: pod + `failed quota: q: must specify limits.cpu for: jobset-addons-start-barrier`, want: true},
@@ -35,6 +38,7 @@ func TestPodsRefused(t *testing.T) {
 		"LimitRange the barrier fits": {msg: pod + `minimum cpu usage per Container is 5m, but request is 1m`},
 		"LimitRange max it fits":      {msg: pod + `maximum cpu usage per Container is 1, but limit is 2`},
 		"LimitRange, no Job":          {msg: pod + `minimum cpu usage per Container is 100m, but request is 10m`, noJob: true},
+		"LimitRange, unknown Job":     {msg: pod + `minimum cpu usage per Container is 100m, but request is 10m`, other: true},
 		"a per-pod PVC":               {msg: pod + `persistentvolumeclaim "ckpt-a-x-0-0" is being deleted`},
 		"a claim":                     {msg: pod + `resourceclaim "a-x-0-gpu": not allowed`},
 		"a user's container":          {msg: pod + `violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "work" must set securityContext.allowPrivilegeEscalation=false)`},
@@ -50,6 +54,9 @@ func TestPodsRefused(t *testing.T) {
 			}
 			if tc.noJob {
 				j = nil
+			}
+			if tc.other {
+				j = other
 			}
 			if _, got := PodsRefused(js, j, tc.msg); got != tc.want {
 				t.Errorf("PodsRefused = %v, want %v", got, tc.want)
