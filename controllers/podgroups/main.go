@@ -28,9 +28,9 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/controller"
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -100,7 +100,7 @@ func main() {
 				return err
 			}
 			w := &webhook.JobSetWebhook{
-				Backends:     backends.All(),
+				Backends:     backends,
 				Installed:    func(s contract.Scheduler) bool { return installed[s] != nil },
 				Classes:      r,
 				Claims:       &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
+	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )

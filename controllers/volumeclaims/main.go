@@ -16,9 +16,9 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/controller"
-	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/policy"
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 

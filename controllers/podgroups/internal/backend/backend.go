@@ -16,7 +16,7 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -103,8 +103,8 @@ type Names struct {
 	Volcano, Coscheduling string
 }
 
-// All are the backends, in a fixed order.
-func All(n Names) []Backend {
+// all are the backends, in a fixed order.
+func all(n Names) []Backend {
 	return []Backend{
 		Coscheduling{secondScheduler{scheduler: contract.SchedulerCoscheduling, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling,
 			gangKey: contract.CoschedulingPodGroupLabelKey, inLabels: true}},
@@ -122,9 +122,9 @@ type Registry struct {
 	by  map[contract.Scheduler]Backend
 }
 
-// NewRegistry makes every backend (All).
+// NewRegistry makes every backend.
 func NewRegistry(n Names) *Registry {
-	r := &Registry{all: All(n), by: map[contract.Scheduler]Backend{}}
+	r := &Registry{all: all(n), by: map[contract.Scheduler]Backend{}}
 	for _, b := range r.all {
 		r.by[b.Scheduler()] = b
 	}

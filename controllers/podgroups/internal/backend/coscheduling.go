@@ -6,8 +6,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
-	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 )
 
 // Coscheduling gangs pods through a scheduler-plugins coscheduling PodGroup
@@ -15,9 +14,9 @@ import (
 // minResources and the Permit timeout.
 type Coscheduling struct{ secondScheduler }
 
-// Validate refuses gang names that are no label values (podgroups.CoschedulingLimits).
+// Validate refuses gang names that are no label values (gang.CoschedulingLimits).
 func (Coscheduling) Validate(js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) field.ErrorList {
-	return podgroups.CoschedulingLimits(js, s, gangs)
+	return gang.CoschedulingLimits(js, s, gangs)
 }
 
 func (Coscheduling) NewPodGroup() client.Object { return &coschedv1alpha1.PodGroup{} }
@@ -40,7 +39,7 @@ func (Coscheduling) Adopt(have, want client.Object) {
 func (Coscheduling) Dropped(gang.Settings, gang.Gang, client.Object) Dropped { return Dropped{} }
 
 // Warnings: a Job of several pods that share its resourceclaims claims in a coscheduling gang,
-// which scheduler-plugins deadlocks on (podgroups.CoschedulingWarnings).
+// which scheduler-plugins deadlocks on (gang.CoschedulingWarnings).
 func (Coscheduling) Warnings(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) []string {
-	return podgroups.CoschedulingWarnings(js, gangs)
+	return gang.CoschedulingWarnings(js, gangs)
 }

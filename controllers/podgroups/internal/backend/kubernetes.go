@@ -12,8 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
-	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -34,8 +33,8 @@ var (
 )
 
 // MaxGangs is how many gangs (stages) a JobSet gang-scheduled by Kubernetes may have
-// (podgroups.MaxGangs).
-const MaxGangs = podgroups.MaxGangs
+// (gang.MaxGangs).
+const MaxGangs = gang.MaxGangs
 
 func (Kubernetes) Scheduler() contract.Scheduler { return contract.SchedulerKubernetes }
 
@@ -79,9 +78,9 @@ func (Kubernetes) GangPath(template *field.Path) *field.Path {
 }
 
 // Validate refuses what a composite gang cannot be made of, and more gangs than a Workload
-// holds templates (podgroups.KubernetesLimits).
+// holds templates (gang.KubernetesLimits).
 func (Kubernetes) Validate(js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) field.ErrorList {
-	return podgroups.KubernetesLimits(js, s, gangs)
+	return gang.KubernetesLimits(js, s, gangs)
 }
 
 // Restore puts back, in each pod template of newJS, the spec.schedulingGroup that the same

@@ -15,8 +15,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 )
 

@@ -21,16 +21,16 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
-	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/gang"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // JobSetWebhook names the gangs in, and validates, JobSets that ask for gang scheduling.
 type JobSetWebhook struct {
-	// Backends are every backend, installed or not (backend.All).
-	Backends []backend.Backend
+	// Backends are every backend, installed or not, each by its scheduler.
+	Backends *backend.Registry
 	// Installed tells whether a backend's PodGroup CRD was served when the controller started.
 	Installed func(contract.Scheduler) bool
 	// Classes reads PriorityClass values, for the warning when a gang's templates differ.
@@ -82,11 +82,11 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 		return nil
 	}
 	s, gangs, errs := gang.Read(js)
-	b := w.backend(s.Scheduler)
+	b := w.Backends.For(s.Scheduler)
 	if b == nil || len(errs.All()) > 0 || len(b.Validate(js, s, gangs)) > 0 {
 		return nil
 	}
-	if errs := backend.ForeignGangs(w.Backends, js, s, gangs); len(errs) > 0 {
+	if errs := backend.ForeignGangs(w.Backends.All(), js, s, gangs); len(errs) > 0 {
 		return jobsets.Invalid(js, errs)
 	}
 	backend.Inject(b, js, s, gangs)
@@ -96,7 +96,7 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 // restore puts back, on UPDATE, what the JobSet's backend keeps in the pod templates and the
 // update dropped (backend.Restorer).
 func (w *JobSetWebhook) restore(ctx context.Context, req admission.Request, js *jobsetv1alpha2.JobSet) error {
-	r, ok := w.backend(contract.Scheduler(js.Annotations[contract.SchedulerAnnotationKey])).(backend.Restorer)
+	r, ok := w.Backends.For(contract.Scheduler(js.Annotations[contract.SchedulerAnnotationKey])).(backend.Restorer)
 	if !ok {
 		return nil
 	}
@@ -107,16 +107,6 @@ func (w *JobSetWebhook) restore(ctx context.Context, req admission.Request, js *
 	if restored := r.Restore(old, js); len(restored) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Put back spec.schedulingGroup that an update dropped", "jobset", js.Namespace+"/"+js.Name,
 			"replicatedJobs", restored, "user", req.UserInfo.Username)
-	}
-	return nil
-}
-
-// backend is the backend of scheduler s, or nil.
-func (w *JobSetWebhook) backend(s contract.Scheduler) backend.Backend {
-	for _, b := range w.Backends {
-		if b.Scheduler() == s {
-			return b
-		}
 	}
 	return nil
 }
@@ -158,7 +148,7 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		return nil, nil
 	}
 	s, gangs, read := gang.Read(js)
-	b := w.backend(s.Scheduler)
+	b := w.Backends.For(s.Scheduler)
 	if b == nil {
 		return nil, read.Settings
 	}
@@ -247,7 +237,7 @@ func (w *JobSetWebhook) String() string {
 }
 
 func (w *JobSetWebhook) schedulerName(s contract.Scheduler) string {
-	if b := w.backend(s); b != nil {
+	if b := w.Backends.For(s); b != nil {
 		return b.SchedulerName()
 	}
 	return ""

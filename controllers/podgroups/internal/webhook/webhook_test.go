@@ -45,7 +45,7 @@ func (c classes) PriorityClassValue(name string) (int32, bool) {
 // hook is the webhook of a cluster where the installed backends have their CRD.
 func hook(installed ...contract.Scheduler) *JobSetWebhook {
 	return &JobSetWebhook{
-		Backends:  backend.All(backend.Names{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"}),
+		Backends:  backend.NewRegistry(backend.Names{Volcano: "volcano-sched", Coscheduling: "scheduler-plugins-scheduler"}),
 		Installed: func(s contract.Scheduler) bool { return slices.Contains(installed, s) },
 		Classes:   classes{"high": 100, "low": 1},
 	}
