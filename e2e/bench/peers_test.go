@@ -76,7 +76,8 @@ type peerSide struct {
 	// kube-controller-manager (peerControllerManager), ...
 	procs []string
 	// setup, optional, starts what the window needs (a second kube-controller-manager running
-	// only the peer's controller), before the window; teardown ends it after.
+	// only the peer's controller), before the window; teardown ends it once the window's
+	// namespace is gone.
 	setup func(ctx context.Context, b *testing.B) (teardown func(), err error)
 	run   func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error)
 }
@@ -199,8 +200,8 @@ func runPeerWindow(ctx context.Context, b *testing.B, c client.Client, pair stri
 	start := time.Now()
 	res, err := s.run(ctx, b, c, ns)
 	sampler.Stop()
-	teardown()
 	if err != nil {
+		teardown()
 		b.Fatalf("%s, %s: %v", pair, s.name, err)
 	}
 	used := sampler.between(start, start.Add(max(res.lastObject, res.lastBound)))
@@ -210,7 +211,10 @@ func runPeerWindow(ctx context.Context, b *testing.B, c client.Client, pair stri
 		cpu[peerTotal] += used[p]
 	}
 	cpu["bench.test"] = used["bench.test"] // shown, not in the total: the harness's own watches
+	// After the deletion: the peer's controller may have its part in it (the resourceclaim
+	// controller removes its claims' finalizers).
 	deleteAndWait(ctx, b, c, ns)
+	teardown()
 	return res, cpu
 }
 
