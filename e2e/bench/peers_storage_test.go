@@ -51,6 +51,11 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 		return peerResult{}, err
 	}
 	defer bound.Stop()
+	made, err := watchArrivals(ctx, rc, corev1.SchemeGroupVersion.WithResource("pods"), ns, nil, "")
+	if err != nil {
+		return peerResult{}, err
+	}
+	defer made.Stop()
 	start := time.Now()
 	if err := create(); err != nil {
 		return peerResult{}, err
@@ -65,9 +70,16 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 			return res, fmt.Errorf("pods bound: %w", err)
 		}
 		res.lastBound = last.Sub(start)
+		if last, err = made.until(pods, time.Minute); err == nil {
+			res.lastPod = last.Sub(start)
+		}
 	}
 	return res, nil
 }
+
+// runsAnHour: a Job's pods run (on kwok) for the whole window, as a StatefulSet's do, so that
+// no side's window holds the completions of its pods and Jobs.
+var runsAnHour = metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1h"}}
 
 // dataMount is the volume data mounted by a container.
 var dataMount = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
@@ -84,7 +96,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 	n := jobs * perJob
 	ours := peerSide{name: "volumeclaims (one JobSet)", procs: []string{"volumeclaims"}, run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 		js := addontest.JobSet(ns, "peers").ReplicatedJobs(
-			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data"),
+			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
 		).Obj()
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
 		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return c.Create(ctx, js) })
@@ -112,7 +124,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peers"},
 				Spec: batchv1.JobSpec{
 					Parallelism: ptr.To(int32(n)), Completions: ptr.To(int32(n)), CompletionMode: ptr.To(batchv1.IndexedCompletion), BackoffLimit: ptr.To[int32](0),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Template: corev1.PodTemplateSpec{ObjectMeta: runsAnHour, Spec: corev1.PodSpec{
 						RestartPolicy: corev1.RestartPolicyNever,
 						Containers:    []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: dataMount}},
 						Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
@@ -148,7 +160,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 	jobSets := func(ns string, mk func(rj *addontest.ReplicatedJobWrapper)) func() error {
 		return func() error {
 			return createParallel(jobs/perJobSet, 8, func(i int) error {
-				rj := addontest.ReplicatedJob("w").Replicas(perJobSet)
+				rj := addontest.ReplicatedJob("w").Replicas(perJobSet).PodAnnotation(testbed.DelayAnnotationKey, "1h")
 				mk(rj)
 				return c.Create(ctx, addontest.JobSet(ns, fmt.Sprintf("peers-%d", i)).ReplicatedJobs(rj).Obj())
 			})

@@ -86,6 +86,7 @@ type peerResult struct {
 	objects    int           // objects made (PVCs, claims, gang objects)
 	lastObject time.Duration // first create to the last object existing
 	lastBound  time.Duration // first create to the last pod bound; 0 where no pods
+	lastPod    time.Duration // first create to the last pod existing (optional: 0 where not timed)
 }
 
 // peerPair is an add-on's side against those of the controllers users would use instead.
@@ -102,8 +103,8 @@ type peerRow struct {
 	objects    int
 	// Per round: the times, and the CPU time of each process in the window (first create to
 	// the last object or pod, whichever came last), by comm name; peerTotal is their sum.
-	lastObject, lastBound []time.Duration
-	cpu                   []map[string]time.Duration
+	lastObject, lastBound, lastPod []time.Duration
+	cpu                            []map[string]time.Duration
 	// For a peer, against ours (medians over the rounds): objectRatio and boundRatio are the
 	// peer's time ÷ ours (>= 1: ours is at least as fast); cpuRatio is ours ÷ the peer's CPU per
 	// object, all processes (<= 1: ours costs no more). The *Rounds are the same per round.
@@ -135,14 +136,14 @@ func medianMinMax(v []float64) (med, lo, hi float64) {
 	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
-// runPeers runs each pair's sides interleaved round by round (rounds; 0 is benchRounds(), and
-// never fewer than 5 unless set so), each side in a namespace of its own that is deleted, with
+// runPeers runs each pair's sides interleaved round by round (rounds; 0 is $BENCH_ROUNDS, 5 by
+// default), each side in a namespace of its own that is deleted, with
 // the volumes it leaves, before the next window; the order of the sides turns each round, so
 // that none always comes first. It samples the CPU of the testbed's processes and each side's
 // in every window, prints one table per pair and returns the rows, ours first in each pair.
 func runPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, pairs []peerPair, rounds int) []peerRow {
 	if rounds == 0 {
-		rounds = max(benchRounds(), 5)
+		rounds = envIntOr("BENCH_ROUNDS", 5)
 	}
 	var out []peerRow
 	for _, p := range pairs {
@@ -170,9 +171,10 @@ func runPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Cli
 				r.objects = res.objects
 				r.lastObject = append(r.lastObject, res.lastObject)
 				r.lastBound = append(r.lastBound, res.lastBound)
+				r.lastPod = append(r.lastPod, res.lastPod)
 				r.cpu = append(r.cpu, cpu)
-				fmt.Printf("peers: %s round %d, %s: %d objects in %s, pods bound in %s, CPU %s (load average %s)\n", p.name, round+1, sides[i].name,
-					res.objects, res.lastObject.Round(time.Millisecond), res.lastBound.Round(time.Millisecond), cpu[peerTotal].Round(time.Millisecond), loadAverage())
+				fmt.Printf("peers: %s round %d, %s: %d objects in %s, pods made in %s, bound in %s, CPU %s (load average %s)\n", p.name, round+1, sides[i].name,
+					res.objects, res.lastObject.Round(time.Millisecond), res.lastPod.Round(time.Millisecond), res.lastBound.Round(time.Millisecond), cpu[peerTotal].Round(time.Millisecond), loadAverage())
 			}
 		}
 		for i := 1; i < len(rows); i++ {
@@ -285,6 +287,7 @@ func printPeerTable(pair string, rounds int, procs []string, rows []peerRow) {
 		return fmt.Sprintf("%.1fs [%.1f-%.1f]", median(d).Seconds(), s[0].Seconds(), s[len(s)-1].Seconds())
 	}
 	line("last object exists", func(r peerRow) string { return dur(r.lastObject) })
+	line("last pod exists", func(r peerRow) string { return dur(r.lastPod) })
 	line("last pod bound", func(r peerRow) string { return dur(r.lastBound) })
 	for _, p := range append(append(slices.Clone(procs), "bench.test"), peerTotal) {
 		line("CPU-s per 1,000 objects: "+p, func(r peerRow) string {
