@@ -33,6 +33,10 @@ var (
 	claimResource = resourcev1.SchemeGroupVersion.WithResource("resourceclaims")
 )
 
+// peerWaitBound: peerWait waits for the pods to be bound too (bench-smoke does not: the
+// scheduler's backoff on pods whose claims are not bound yet decides that time).
+var peerWaitBound = true
+
 // peerWait times a side's window: create makes its objects; the result is when the n-th
 // object of resource in ns (with labels) first existed, and the pods-th pod was first bound,
 // counted from just before create, by watches started before it.
@@ -65,7 +69,7 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 		return peerResult{}, fmt.Errorf("%s: %w", resource.Resource, err)
 	}
 	res := peerResult{objects: n, lastObject: last.Sub(start)}
-	if pods > 0 {
+	if pods > 0 && peerWaitBound {
 		if last, err = bound.until(pods, 10*time.Minute); err != nil {
 			return res, fmt.Errorf("pods bound: %w", err)
 		}

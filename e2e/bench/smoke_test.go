@@ -56,6 +56,8 @@ func BenchmarkSmoke(b *testing.B) {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerCoscheduling, 300, rounds)
 		}},
 		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25)} }},
+		{"peers: volumeclaims", "volumeclaims", false, func() []row { return smokePeers(ctx, b, tb, c, volumeClaimsPeers, rounds) }},
+		{"peers: resourceclaims", "resourceclaims", false, func() []row { return smokePeers(ctx, b, tb, c, resourceClaimsPeers, rounds) }},
 		{"sequencer: hand-off of 20 chains against upstream", "sequencer", false, func() []row { return handoffVersusUpstream(ctx, b, c, tb, tl, 20) }},
 		{"sequencer: release of 1,000 pods", "sequencer", false, func() []row { return smokeRelease(ctx, b, c, tb, tl, rounds) }},
 	}
@@ -150,6 +152,26 @@ func smokeRelease(ctx context.Context, b *testing.B, c client.Client, tb testbed
 		what: fmt.Sprintf("  each round, bare / ours (%d of up to %d: a majority decides)", len(r), rounds), ours: roundRatios(results[0].times, results[1].times),
 		ratio: fmt.Sprintf("%.2f", checked), target: "median >= 0.9", key: "release", value: checked,
 	})
+}
+
+// smokePeers runs an add-on's reduced peer pair (its pairs with smoke set) for rounds rounds, each
+// window until the last object exists (peerWaitBound off: the pods' binding waits on the
+// scheduler's backoff, tens of seconds that would decide nothing), and returns its peer's ratios
+// as checked rows: "peer-time", the peer's time to its last object over ours, and "peer-cpu",
+// the peer's CPU per object over ours (both >= 1 when ours is at least as fast and as cheap).
+func smokePeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, pairs func(context.Context, *testing.B, testbed.Config, client.Client, bool) []peerPair, rounds int) []row {
+	peerWaitBound = false
+	defer func() { peerWaitBound = true }()
+	var rows []row
+	for _, r := range runPeers(ctx, b, tb, c, pairs(ctx, b, tb, c, true), rounds) {
+		if r.ours {
+			continue
+		}
+		rows = append(rows,
+			row{what: r.side + ": time to the last object, peer / ours", ours: fmt.Sprintf("%.2f", r.objectRatio), target: ">= 1.0", key: "peer-time", value: r.objectRatio},
+			row{what: r.side + ": CPU per object, peer / ours", ours: fmt.Sprintf("%.2f", 1/r.cpuRatio), target: ">= 1.0", key: "peer-cpu", value: 1 / r.cpuRatio})
+	}
+	return rows
 }
 
 // thresholdOf is the smokeThresholds minimum of part's key.
