@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -81,6 +82,20 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 	return res, nil
 }
 
+// createRetrying creates obj, again after an error of the API server's own (a webhook's
+// connection closed under load) for up to 5 tries: a side fails on what a controller would
+// retry.
+func createRetrying(ctx context.Context, c client.Client, obj client.Object) error {
+	var err error
+	for try := range 5 {
+		if err = c.Create(ctx, obj); err == nil || !apierrors.IsInternalError(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	return err
+}
+
 // runsAnHour: a Job's pods run (on kwok) for the whole window, as a StatefulSet's do, so that
 // no side's window holds the completions of its pods and Jobs.
 var runsAnHour = metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1h"}}
@@ -103,7 +118,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
 		).Obj()
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
-		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return c.Create(ctx, js) })
+		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return createRetrying(ctx, c, js) })
 	}}
 	statefulSet := peerSide{name: "StatefulSet", procs: []string{kcmStatefulSet}, setup: peerControllerManager(tb, kcmStatefulSet, "statefulset-controller"),
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
@@ -120,7 +135,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 					VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: pvcSpec()}},
 				},
 			}
-			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return c.Create(ctx, ss) })
+			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, ss) })
 		}}
 	ephemeral := peerSide{name: "generic ephemeral volume", procs: []string{kcmEphemeral}, setup: peerControllerManager(tb, kcmEphemeral, "ephemeral-volume-controller"),
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
@@ -137,7 +152,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 					}},
 				},
 			}
-			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return c.Create(ctx, job) })
+			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, job) })
 		}}
 	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs", n), ours: ours, peers: []peerSide{statefulSet, ephemeral}}
 	if smoke {
@@ -166,7 +181,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 			return createParallel(jobs/perJobSet, 8, func(i int) error {
 				rj := addontest.ReplicatedJob("w").Replicas(perJobSet).PodAnnotation(testbed.DelayAnnotationKey, "1h")
 				mk(rj)
-				return c.Create(ctx, addontest.JobSet(ns, fmt.Sprintf("peers-%d", i)).ReplicatedJobs(rj).Obj())
+				return createRetrying(ctx, c, addontest.JobSet(ns, fmt.Sprintf("peers-%d", i)).ReplicatedJobs(rj).Obj())
 			})
 		}
 	}
@@ -185,7 +200,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 				Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
 					Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"}}}}}},
 			}
-			if err := c.Create(ctx, rct); err != nil {
+			if err := createRetrying(ctx, c, rct); err != nil {
 				return peerResult{}, err
 			}
 			return peerWait(ctx, tb, ns, claimResource, nil, jobs, jobs, jobSets(ns, func(rj *addontest.ReplicatedJobWrapper) {

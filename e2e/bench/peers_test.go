@@ -55,8 +55,8 @@ type peerScenario struct {
 
 // peerScenarios are BenchmarkPeers' scenarios, in order.
 var peerScenarios = []peerScenario{
-	{"volumeclaims", "volumeclaims", volumeClaimsPeers},
 	{"resourceclaims", "resourceclaims", resourceClaimsPeers},
+	{"volumeclaims", "volumeclaims", volumeClaimsPeers},
 }
 
 func peerScenarioNames() string {
