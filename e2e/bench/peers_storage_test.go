@@ -105,12 +105,12 @@ var dataMount = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 
 // volumeClaimsPeers: per-pod PVCs of one JobSet (jobs Jobs x 10 pods) against a StatefulSet of
 // as many replicas (Parallel, one volumeClaimTemplate) and an Indexed Job of as many pods with
-// a generic ephemeral volume; smoke: 200 against the StatefulSet only.
+// a generic ephemeral volume; smoke: 100 against the StatefulSet only.
 func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, smoke bool) []peerPair {
 	const perJob = 10
 	jobs := envIntOr("PEERS_VOLUMECLAIMS_JOBS", 200)
 	if smoke {
-		jobs = 20
+		jobs = 10
 	}
 	n := jobs * perJob
 	ours := peerSide{name: "volumeclaims (one JobSet)", procs: []string{"volumeclaims"}, run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
@@ -171,7 +171,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 	const perJobSet = 10
 	jobs := envIntOr("PEERS_RESOURCECLAIMS_JOBS", 500)
 	if smoke {
-		jobs = 100
+		jobs = 50
 	}
 	if err := testbed.PublishDevices(ctx, tb, "bench", (jobs+testbed.DevicesPerSlice-1)/testbed.DevicesPerSlice+1); err != nil {
 		b.Fatal(err)

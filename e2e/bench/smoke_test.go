@@ -56,8 +56,8 @@ func BenchmarkSmoke(b *testing.B) {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerCoscheduling, 300, rounds)
 		}},
 		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25)} }},
-		{"peers: volumeclaims", "volumeclaims", false, func() []row { return smokePeers(ctx, b, tb, c, volumeClaimsPeers, rounds) }},
-		{"peers: resourceclaims", "resourceclaims", false, func() []row { return smokePeers(ctx, b, tb, c, resourceClaimsPeers, rounds) }},
+		{"peers: volumeclaims", "volumeclaims", false, func() []row { return smokePeers(ctx, b, tb, c, volumeClaimsPeers, min(rounds, 2)) }},
+		{"peers: resourceclaims", "resourceclaims", false, func() []row { return smokePeers(ctx, b, tb, c, resourceClaimsPeers, min(rounds, 2)) }},
 		{"sequencer: hand-off of 20 chains against upstream", "sequencer", false, func() []row { return handoffVersusUpstream(ctx, b, c, tb, tl, 20) }},
 		{"sequencer: release of 1,000 pods", "sequencer", false, func() []row { return smokeRelease(ctx, b, c, tb, tl, rounds) }},
 	}
