@@ -11,7 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -231,8 +231,9 @@ func runPeerWindow(ctx context.Context, b *testing.B, c client.Client, pair stri
 	return res, cpu
 }
 
-// deleteAndWait deletes the namespace ns and waits until it is gone and no PersistentVolume
-// bound to one of its claims is left, so that no deletion loads the next window. It does the
+// deleteAndWait deletes the namespace ns and waits until its pods, PVCs and ResourceClaims are
+// gone and no PersistentVolume bound to one of its claims is left, so that no deletion loads
+// the next window (the namespace itself, empty, goes at the namespace controller's pace). It does the
 // slow part itself (kube-controller-manager's pvc-protection and PersistentVolume controllers
 // take minutes for 2,000 claims on 2 shared cores): once the pods are gone, it removes the
 // claims' finalizers and deletes their volumes.
@@ -268,11 +269,13 @@ func deleteAndWait(ctx context.Context, b *testing.B, c client.Client, ns string
 			}
 			return client.IgnoreNotFound(c.Delete(ctx, left[i]))
 		})
-		var n corev1.Namespace
-		err := c.Get(ctx, client.ObjectKey{Name: ns}, &n)
-		return len(left) == 0 && apierrors.IsNotFound(err), nil
+		var claims resourcev1.ResourceClaimList
+		if err := c.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		return len(left) == 0 && len(pvcs.Items) == 0 && len(claims.Items) == 0, nil
 	}); err != nil {
-		b.Fatalf("namespace %s and its volumes not gone after 10 minutes", ns)
+		b.Fatalf("the pods, claims and volumes of namespace %s not gone after 10 minutes", ns)
 	}
 }
 
