@@ -161,6 +161,13 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 	return []peerPair{pair}
 }
 
+// peersDeviceClass is the DeviceClass of the resourceclaims pair's claims, and peersTemplates
+// the add-on's templates of one claim of it.
+const (
+	peersDeviceClass = "peers"
+	peersTemplates   = `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: peers}}]}}}]`
+)
+
 // resourceClaimsPeers: a claim for each of jobs one-pod Jobs (JobSets of 10 Jobs) against the
 // same JobSets whose pods name a ResourceClaimTemplate instead: kube-controller-manager's
 // resourceclaim controller makes a claim for each pod. That controller, which also removes the
@@ -173,7 +180,8 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 	if smoke {
 		jobs = 50
 	}
-	if err := testbed.PublishDevices(ctx, tb, "bench", (jobs+testbed.DevicesPerSlice-1)/testbed.DevicesPerSlice+1); err != nil {
+	// A class of its own, always of as many devices (slices of a pool cannot be added to later).
+	if err := testbed.PublishDevices(ctx, tb, peersDeviceClass, max(8, (jobs+testbed.DevicesPerSlice-1)/testbed.DevicesPerSlice)); err != nil {
 		b.Fatal(err)
 	}
 	jobSets := func(ns string, mk func(rj *addontest.ReplicatedJobWrapper)) func() error {
@@ -190,7 +198,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 			return peerWait(ctx, tb, ns, claimResource, map[string]string{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}, jobs, jobs,
 				jobSets(ns, func(rj *addontest.ReplicatedJobWrapper) {
-					rj.JobAnnotation(contract.TemplatesAnnotationKey, benchTemplates)
+					rj.JobAnnotation(contract.TemplatesAnnotationKey, peersTemplates)
 				}))
 		}}
 	template := peerSide{name: "ResourceClaimTemplate", procs: []string{kcmClaims}, setup: setup,
@@ -198,7 +206,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 			rct := &resourcev1.ResourceClaimTemplate{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
 				Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-					Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"}}}}}},
+					Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: peersDeviceClass}}}}}},
 			}
 			if err := createRetrying(ctx, c, rct); err != nil {
 				return peerResult{}, err
