@@ -62,6 +62,12 @@ func StartControllerManager(ctx context.Context, c Config, comm string, controll
 	if err != nil {
 		return err
 	}
+	return waitCachesSynced(ctx, comm, logPath)
+}
+
+// waitCachesSynced waits until the kube-controller-manager comm, logging to logPath, has
+// synced every cache it waits for.
+func waitCachesSynced(ctx context.Context, comm, logPath string) error {
 	// Each controller waits for its informers, and logs it ("Waiting for caches to sync", then
 	// "Caches are synced"): synced once every wait has ended, twice in a row 200 ms apart.
 	deadline := time.Now().Add(time.Minute)
