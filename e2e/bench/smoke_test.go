@@ -207,6 +207,13 @@ var smokeThresholds = []smokeThreshold{
 	{"podgroups: 300 PodGroups (coscheduling)", "rate", 0.6, "target 0.9; medians 1.31, 1.03, 1.07"},
 	{"podgroups: 300 Workloads", "rate", 0.5, "target 0.9; medians 0.91, 0.62, 0.87"},
 	{"podgroups: 300 Workloads", "cold", 0.4, "target 0.8; medians 0.78, 0.54, 0.75"},
+	// The peer pairs' first thresholds, from make bench ADDON=peers (docs/performance/peers.md)
+	// and two exploratory rounds, not yet from bench-smoke's own runs: a factor 3 under the
+	// lowest round seen.
+	{"peers: volumeclaims", "peer-time", 0.15, "target 1.0; rounds 0.45-1.46 to the last PVC (exploratory)"},
+	{"peers: volumeclaims", "peer-cpu", 0.15, "target 1.0; rounds 0.52-0.58 to the last pod bound (exploratory)"},
+	{"peers: resourceclaims", "peer-time", 3, "target 1.0; rounds 11.5-23.2 (the template's claims wait for the pods)"},
+	{"peers: resourceclaims", "peer-cpu", 0.35, "target 1.0; rounds 1.03-1.20 to the last pod bound"},
 	{"sequencer: hand-off", "handoff", 3, "target 10x (p99); p50 of 9 runs 4.97x-49.7x (4.97x: ours 54 ms, upstream at its fastest, 268 ms); the lowest less 40%"},
 	{"sequencer: release", "release", 0.6, "target 0.9; medians 1.05 (2 rounds), 1.67, 0.74"},
 }
