@@ -25,7 +25,10 @@ if [[ ${DEMO_CLUSTER:-testbed} == kind ]]; then
 	done | sed -E 's|^( *)image: .*|\1image: kind.local/busybox:e2e|' | "$K" apply --server-side -f -
 else
 	bin/testbedctl up
-	export KUBECONFIG=$ROOT/.testbed/kubeconfig
+	# The testbed's work directory: TESTBED_DIR (relative to the checkout) or .testbed.
+	tbdir=${TESTBED_DIR:-.testbed}
+	[[ $tbdir == /* ]] || tbdir=$ROOT/$tbdir
+	export KUBECONFIG=$tbdir/kubeconfig
 	DOWN="make demo-down"
 	# The gang schedulers and their CRDs first: podgroups watches the PodGroup kinds served when
 	# it starts.

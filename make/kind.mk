@@ -3,7 +3,8 @@
 # suite where a Docker engine answers.
 KIND_MOD = $(call mod_dir,tools/kind,sigs.k8s.io/kind)
 KIND_ENV = KIND=$(KIND) HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl KO=$(KO) \
-	JOBSET_SRC=$(call mod_dir,tools/jobset,sigs.k8s.io/jobset) SCHEDPLUGINS_SRC=$(SCHEDPLUGINS_SRC)
+	JOBSET_SRC=$(call mod_dir,tools/jobset,sigs.k8s.io/jobset) SCHEDPLUGINS_SRC=$(SCHEDPLUGINS_SRC) \
+	TRAINER_SRC=$(call mod_dir,$(call trainer_mod,$(TRAINER_NEWEST)),github.com/kubeflow/trainer/v2)
 
 .PHONY: kind-image
 kind-image: $(KIND_NODE_BINS) ## tools: The kind node image, built offline, cached by content (Docker, debootstrap)
@@ -19,8 +20,10 @@ kind-images: $(KO) ## tools: Every image a kind cluster loads, into the Docker e
 # distributed-start stories (jobset #971); make test keeps TestRendezvousAcrossNodes (a
 # rendezvous across nodes through JobSet DNS names) and TestStartBarrierLinesUpStarts (the start
 # barrier on real pods, some 35 s); and TestNodeLostOnRealNodes, which stops a worker's container
-# (some 3 minutes, and the cluster is one node short until it is back).
-KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout|TestNodeLostOnRealNodes
+# (some 3 minutes, and the cluster is one node short until it is back); and TestTrainJobOnRealNodes,
+# which installs Kubeflow Trainer (over 2 minutes: its controller manager waits for the webhook
+# certificate it makes to reach its pod's Secret volume).
+KIND_FULL_TESTS := TestRendezvousTimeoutRestarts|TestStartBarrierStages|TestStartBarrierTimeout|TestNodeLostOnRealNodes|TestTrainJobOnRealNodes
 .PHONY: e2e-kind
 e2e-kind: ## test: The kind suite: real containers, the chart installed (KIND_REDUCED=1: as CI)
 	@if ! docker info >/dev/null 2>&1; then \

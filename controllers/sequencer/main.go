@@ -59,7 +59,7 @@ func main() {
 			if err != nil || barrierPods == nil {
 				return waits, err
 			}
-			atBarrier, err := controller.BarrierWaits(ctx, barrierPods)
+			atBarrier, err := controller.BarrierWaits(ctx, c, barrierPods)
 			return append(waits, atBarrier...), err
 		},
 		WaitReasons:        []string{controller.WaitReason, controller.BarrierReason},
@@ -81,7 +81,7 @@ func main() {
 			if err := controller.IndexFields(ctx, mgr); err != nil {
 				return err
 			}
-			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", sequence.BarrierRefusal); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

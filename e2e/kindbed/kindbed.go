@@ -75,6 +75,9 @@ type Config struct {
 	// JobSetSource and SchedulerPluginsSource are the module directories whose config/ hold
 	// JobSet's manifests and scheduler-plugins' CRDs.
 	JobSetSource, SchedulerPluginsSource string
+	// TrainerSource is the module directory of Kubeflow Trainer (tools/trainer), whose
+	// manifests InstallTrainer applies (TRAINER_SRC); empty, no case may install Trainer.
+	TrainerSource string
 	// WorkDir holds the kind config, the kubeconfig, the docker wrapper and the nodes' shared
 	// volume directory.
 	WorkDir string
@@ -93,7 +96,7 @@ type Config struct {
 func (c Config) Release() bool { return c.Chart != "" }
 
 // DefaultConfig reads the environment that make e2e-kind sets: KIND_CLUSTER_NAME,
-// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC; and, for a release
+// KIND_NODE_IMAGE, KIND, HELM, KUBECTL, JOBSET_SRC, SCHEDPLUGINS_SRC, TRAINER_SRC; and, for a release
 // (make release-check), KIND_REGISTRY, KIND_CHART and KIND_CHART_VERSION.
 func DefaultConfig() (Config, error) {
 	root, err := repo.Root()
@@ -105,8 +108,9 @@ func DefaultConfig() (Config, error) {
 		NodeImage: os.Getenv("KIND_NODE_IMAGE"),
 		KindBin:   os.Getenv("KIND"), HelmBin: os.Getenv("HELM"), KubectlBin: os.Getenv("KUBECTL"),
 		JobSetSource: os.Getenv("JOBSET_SRC"), SchedulerPluginsSource: os.Getenv("SCHEDPLUGINS_SRC"),
-		WorkDir:  filepath.Join(root, "bin", "kind"),
-		Registry: os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
+		TrainerSource: os.Getenv("TRAINER_SRC"),
+		WorkDir:       filepath.Join(root, "bin", "kind"),
+		Registry:      os.Getenv("KIND_REGISTRY"), Chart: os.Getenv("KIND_CHART"), ChartVersion: os.Getenv("KIND_CHART_VERSION"),
 	}
 	c.Workers = 2
 	if v := os.Getenv("KIND_WORKERS"); v != "" {
@@ -330,14 +334,20 @@ spec:
 // waitAdmission waits until a JobSet is admitted: a Deployment rolled out is not yet a webhook
 // the API server reaches through its Service (endpoints, kube-proxy, JobSet's own certificate).
 func (c Config) waitAdmission(ctx context.Context) error {
+	return c.waitDryRun(ctx, "a JobSet is still not admitted 2m after the installs", probeJobSet, func(err error) bool { return err == nil })
+}
+
+// waitDryRun creates the object of manifest with --dry-run=server, every 500 ms for up to 2
+// minutes, until done says the result (its error) is the one waited for.
+func (c Config) waitDryRun(ctx context.Context, what, manifest string, done func(error) bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, err := c.Kubectl(ctx, []byte(probeJobSet), "create", "--dry-run=server", "-f", "-")
-		if err == nil {
+		_, err := c.Kubectl(ctx, []byte(manifest), "create", "--dry-run=server", "-f", "-")
+		if done(err) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("a JobSet is still not admitted 2m after the installs: %w", err)
+			return fmt.Errorf("%s (last: %v)", what, err)
 		}
 		select {
 		case <-ctx.Done():

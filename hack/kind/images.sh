@@ -14,6 +14,9 @@
 #   kind.local/coredns:e2e                    CoreDNS (tools/coredns: only the plugins its Corefile names), by ko: the cluster's DNS on the
 #                                             offline node image (e2e/kindbed/manifests/coredns.yaml)
 #   kind.local/scheduler-plugins:e2e          scheduler-plugins' scheduler (tools/schedplugins), by ko
+#   kind.local/trainer:e2e                    Kubeflow Trainer's controller manager (tools/trainer), by ko, unless
+#                                             KIND_REDUCED is set: loaded only by the case that installs Trainer
+#                                             (kindbed.InstallTrainer), which the reduced run leaves out
 #   $JOBSET_IMAGE                             JobSet (tools/jobset), by ko, under the name its own
 #                                             manifests use and with the binary where they run it
 #                                             (/manager), so that they install unchanged
@@ -60,6 +63,10 @@ ko_build e2e ./kindbed/images/dra-driver kind.local/dra-driver:e2e
 ko_build e2e ./kindbed/images/rendezvous kind.local/rendezvous:e2e
 ko_build tools/coredns . kind.local/coredns:e2e
 ko_build tools/schedplugins sigs.k8s.io/scheduler-plugins/cmd/scheduler kind.local/scheduler-plugins:e2e
+# Only the full kind suite installs Trainer (make e2e-kind without KIND_REDUCED).
+if [[ -z ${KIND_REDUCED:-} ]]; then
+	ko_build tools/trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager kind.local/trainer:e2e
+fi
 # JobSet's manifests run /manager; ko puts the binary at /ko-app/jobset.
 ko_build tools/jobset sigs.k8s.io/jobset kind.local/jobset-ko:e2e
 printf 'FROM kind.local/jobset-ko:e2e\nCOPY --from=kind.local/jobset-ko:e2e /ko-app/jobset /manager\n' >"$ctx/Dockerfile.jobset"

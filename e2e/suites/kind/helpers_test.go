@@ -29,10 +29,10 @@ func pods(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2
 	return l.Items
 }
 
-// logs returns the log of pod's container "work".
+// logs returns the log of pod's main container (the first; "work" in the suite's own workloads).
 func logs(ctx context.Context, t *testing.T, p *corev1.Pod) string {
 	t.Helper()
-	out, err := kb.Kubectl(ctx, nil, "-n", p.Namespace, "logs", p.Name, "-c", "work")
+	out, err := kb.Kubectl(ctx, nil, "-n", p.Namespace, "logs", p.Name, "-c", p.Spec.Containers[0].Name)
 	if err != nil {
 		t.Fatalf("logs of %s: %v", p.Name, err)
 	}

@@ -69,7 +69,7 @@ type podRecord struct {
 }
 
 // recordPods polls the pods of js (framework.PollPods, every 50 ms) and keeps each pod's last
-// state of its container "work"; stop returns the records, by attempt then rank.
+// state of its main container (the first; "work" in the suite's own workloads); stop returns the records, by attempt then rank.
 func recordPods(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet, podsPerJob int) (stop func() []*podRecord) {
 	var mu sync.Mutex
 	recs := map[types.UID]*podRecord{}
@@ -107,7 +107,7 @@ func recordPods(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet,
 			r.node = p.Spec.NodeName
 			r.deleted = r.deleted || p.DeletionTimestamp != nil
 			for _, s := range p.Status.ContainerStatuses {
-				if s.Name != "work" {
+				if s.Name != p.Spec.Containers[0].Name {
 					continue
 				}
 				if s.ContainerID != "" {

@@ -3,7 +3,6 @@ package trainer_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,13 +18,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
-
-const trainerAPIVersion = "trainer.kubeflow.org/v1alpha1"
 
 // runtime reads testdata/story2-runtime.yaml into namespace ns, then edits it.
 func runtime(t *testing.T, ns string, edit func(spec map[string]any)) *unstructured.Unstructured {
@@ -36,49 +32,18 @@ func runtime(t *testing.T, ns string, edit func(spec map[string]any)) *unstructu
 // runtimeFrom reads the TrainingRuntime of testdata/file into namespace ns, then edits it.
 func runtimeFrom(t *testing.T, file, ns string, edit func(spec map[string]any)) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	u.SetNamespace(ns)
-	if edit != nil {
-		edit(u.Object["spec"].(map[string]any))
-	}
-	return u
+	return framework.TrainingRuntimeFrom(t, filepath.Join("testdata", file), ns, edit)
 }
 
 // trainJob is a TrainJob of the TrainingRuntime runtime.
 func trainJob(ns, name, runtime string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": trainerAPIVersion, "kind": "TrainJob",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"runtimeRef": map[string]any{
-			"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime,
-		}},
-	}}
+	return framework.TrainJob(ns, name, runtime)
 }
 
-// create creates the TrainingRuntime, then the TrainJob. Trainer's TrainJob webhook reads the
-// runtime from its informer's cache, and refuses a TrainJob whose runtime it has not seen yet
-// ("specified trainingRuntime must be created before the TrainJob is created"): the TrainJob is
-// created again until the cache has the runtime.
+// create creates the TrainingRuntime, then the TrainJob (framework.CreateTrainJob).
 func create(ctx context.Context, t *testing.T, c client.Client, rt, tj *unstructured.Unstructured) {
 	t.Helper()
-	framework.CreateAll(ctx, t, c, rt)
-	framework.Eventually(ctx, t, 30*time.Second, "TrainJob "+tj.GetName()+" created", func(ctx context.Context) (bool, string, error) {
-		err := c.Create(ctx, tj.DeepCopy())
-		if err != nil && strings.Contains(err.Error(), "must be created before the TrainJob is created") {
-			return false, err.Error(), nil
-		}
-		return true, "", err
-	})
-	if err := c.Get(ctx, client.ObjectKeyFromObject(tj), tj); err != nil {
-		t.Fatal(err)
-	}
+	framework.CreateTrainJob(ctx, t, c, rt, tj)
 }
 
 // coschedulingPolicy is Trainer's own gang: spec.podGroupPolicy.coscheduling.
@@ -101,19 +66,7 @@ func withoutAnnotations(prefix string) func(map[string]any) {
 // waitTrainJob waits until the TrainJob has the condition cond (Complete, Failed) True.
 func waitTrainJob(ctx context.Context, t *testing.T, c client.Client, tj *unstructured.Unstructured, cond string) {
 	t.Helper()
-	framework.Eventually(ctx, t, 2*time.Minute, fmt.Sprintf("TrainJob %s %s", tj.GetName(), cond), func(ctx context.Context) (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(tj), tj); err != nil {
-			return false, err.Error(), nil
-		}
-		conds, _, _ := unstructured.NestedSlice(tj.Object, "status", "conditions")
-		for _, x := range conds {
-			m, _ := x.(map[string]any)
-			if m["type"] == cond && m["status"] == "True" {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("conditions %v", conds), nil
-	})
+	framework.WaitTrainJob(ctx, t, c, tj, cond, 2*time.Minute)
 }
 
 // podWatch polls the pods of one JobSet every 50 ms and records what the order check needs:

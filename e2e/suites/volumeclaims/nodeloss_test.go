@@ -146,8 +146,9 @@ func boundPVCs(ctx context.Context, t *testing.T, c client.Client, ns string, na
 
 // TestNodeLostRecreate: with whenNodeLost: Recreate, deleting the node that the pod's local PV
 // is pinned to gives the Job's replacement pod a new PVC of the same name, bound on the other
-// node, within the grace and 30 s; the PVC whose PV has no node affinity is the same one; an
-// Event on the JobSet says what was given up.
+// node, within the grace and 30 s; a bare pod labelled as the JobSet's on that node is left
+// alone; the PVC whose PV has no node affinity is the same one; an Event on the JobSet says what
+// was given up.
 func TestNodeLostRecreate(t *testing.T) {
 	f := framework.NamespacedFeature("whenNodeLost: Recreate", "a new PVC on another node after the node is deleted", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -161,11 +162,23 @@ func TestNodeLostRecreate(t *testing.T) {
 		if before[scratch][1] != "pv-"+pod.Spec.NodeName {
 			t.Fatalf("PVC %s is bound to %s, want the PV of the pod's node %s", scratch, before[scratch][1], pod.Spec.NodeName)
 		}
+		forged := forgedPodOn(ctx, t, c, js, pod)
 		if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		again := runningPod(ctx, t, c, ns, js.Name, nodeLostGrace+30*time.Second, pod.UID)
+		// The forged pod mounts the PVC too, so the PVC's deletion waits for it (the
+		// kubernetes.io/pvc-protection finalizer): it is looked at 5 s past the grace, when
+		// volumeclaims has acted, and then deleted here (the pod garbage collector would, 40 s
+		// after the node's deletion).
+		time.Sleep(time.Until(start.Add(nodeLostGrace + 5*time.Second)))
+		if err := c.Get(ctx, client.ObjectKeyFromObject(forged), forged); err != nil || !forged.DeletionTimestamp.IsZero() {
+			t.Errorf("bare pod %s, labelled as the JobSet's on the lost node, was deleted (%v)", forged.Name, err)
+		}
+		if err := c.Delete(ctx, forged, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		again := runningPod(ctx, t, c, ns, js.Name, nodeLostGrace+30*time.Second, pod.UID, forged.UID)
 		after := boundPVCs(ctx, t, c, ns, scratch, notes)
 		t.Logf("the replacement pod runs on %s %s after the node was deleted", again.Spec.NodeName, time.Since(start).Round(time.Second))
 		if again.Spec.NodeName == pod.Spec.NodeName || after[scratch][0] == before[scratch][0] || after[scratch][1] != "pv-"+again.Spec.NodeName {
@@ -179,6 +192,23 @@ func TestNodeLostRecreate(t *testing.T) {
 		return ctx
 	})
 	testenv.Test(t, f)
+}
+
+// forgedPodOn makes a bare pod on pod's node, with its volumes, that carries, by labels, the
+// JobSet's name and UID: whoever may create pods can write them, so it is not the JobSet's and
+// volumeclaims must never delete it.
+func forgedPodOn(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet, pod corev1.Pod) *corev1.Pod {
+	t.Helper()
+	forged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "forged-" + js.Name,
+			Labels: map[string]string{contract.JobSetNameLabelKey: js.Name, contract.JobSetUIDLabelKey: string(js.UID)}},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations, Volumes: pod.Spec.Volumes,
+			Containers: []corev1.Container{{Name: "main", Image: "forged"}}},
+	}
+	if err := c.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	return forged
 }
 
 // TestNodeLostKeep: with whenNodeLost: Keep, the same loss leaves the PVC as it is, and an Event

@@ -1,16 +1,13 @@
 package controller
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/sequence"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -18,46 +15,6 @@ import (
 
 // Kinds is Options.Kinds of the add-on: it updates pods (their gate lifted).
 var Kinds = []string{"Pod"}
-
-// Reasons of jobset_addons_jobsets_waiting: a JobSet with pods gated until their stage's
-// predecessors hold (WaitReason), or with pods waiting at a closed start barrier (BarrierReason).
-const (
-	WaitReason    = "stage"
-	BarrierReason = "barrier"
-)
-
-// BarrierWaits are the JobSets with pods waiting at their start barrier in pods (the barrier
-// pods' cache, BarrierPodCache), from the oldest barrier container's start.
-func BarrierWaits(ctx context.Context, pods client.Reader) ([]addon.Wait, error) {
-	var list corev1.PodList
-	if err := pods.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var out []addon.Wait
-	for i := range list.Items {
-		p := &list.Items[i]
-		if since, ok := jobsets.AtBarrier(p); ok && p.DeletionTimestamp == nil {
-			out = append(out, addon.Wait{Reason: BarrierReason, Key: p.Namespace + "/" + p.Labels[contract.JobSetNameLabelKey], Since: since})
-		}
-	}
-	return out, nil
-}
-
-// Waits is Options.Waits: the JobSets with gated pods in the cache, from the oldest pod's
-// creation.
-func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var out []addon.Wait
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && sequence.HasGate(p.Spec.SchedulingGates) {
-			out = append(out, addon.Wait{Reason: WaitReason, Key: p.Namespace + "/" + p.Labels[contract.JobSetNameLabelKey], Since: p.CreationTimestamp.Time})
-		}
-	}
-	return out, nil
-}
 
 // doneAt is when the stage's predecessors came to hold in the attempt: the latest Complete
 // condition's transition among the Jobs of its Complete predecessors; a Ready predecessor has

@@ -26,7 +26,6 @@ var (
 var (
 	Admitted                = sequencer.Admitted
 	BarrierGroups           = sequencer.BarrierGroups
-	BarrierRefusal          = sequencer.BarrierRefusal
 	BarrierResources        = sequencer.BarrierResources
 	DefaultBarrierResources = sequencer.DefaultBarrierResources
 	GatedStages             = sequencer.GatedStages

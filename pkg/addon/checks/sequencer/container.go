@@ -2,10 +2,8 @@ package sequencer
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -134,19 +132,4 @@ func InjectBarrier(js *jobsetv1alpha2.JobSet, s BarrierSettings, timeout time.Du
 			pt.Spec.Volumes = append(pt.Spec.Volumes, BarrierVolume())
 		}
 	}
-}
-
-// BarrierRefusal tells whether message, the API server's refusal of a pod of a Job of js (the
-// Job controller's FailedCreate Event), may be about the barrier container: js has a start
-// barrier and the message names the container (a quota that asks for a limit, Pod Security),
-// or is a refusal of the pod as a whole (a LimitRange, a quota, which name no container). what
-// names the container for the Warning.
-func BarrierRefusal(js *jobsetv1alpha2.JobSet, _ *batchv1.Job, message string) (what string, ok bool) {
-	if !UsesBarrier(js) {
-		return "", false
-	}
-	if !strings.Contains(message, contract.StartBarrierContainerName) && !strings.Contains(message, " is forbidden: ") {
-		return "", false
-	}
-	return "the start barrier's init container " + contract.StartBarrierContainerName, true
 }

@@ -68,29 +68,3 @@ func TestBarrierSettingsValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestBarrierRefusal(t *testing.T) {
-	barrier := addontest.JobSet("ns", "a").Annotation(contract.StartBarrierAnnotationKey, "JobSet").Obj()
-	plain := addontest.JobSet("ns", "a").Obj()
-	cases := map[string]struct {
-		msg    string
-		noBarr bool
-		want   bool
-	}{
-		"quota names it": {msg: `Error creating: pods "a-x-0-0-abc" is forbidden: failed quota: q: must specify limits.cpu for: jobset-addons-start-barrier`, want: true},
-		"LimitRange":     {msg: `Error creating: pods "a-x-0-0-abc" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`, want: true},
-		"no barrier":     {msg: `Error creating: pods "a-x-0-0-abc" is forbidden: minimum cpu usage per Container is 100m, but request is 10m`, noBarr: true},
-		"other":          {msg: `Error creating: Internal error occurred: etcd timeout`},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			js := barrier
-			if tc.noBarr {
-				js = plain
-			}
-			if _, got := BarrierRefusal(js, nil, tc.msg); got != tc.want {
-				t.Errorf("BarrierRefusal = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
