@@ -22,6 +22,8 @@ import (
 // with the objects listed.
 type objectClock struct {
 	stop chan struct{}
+	// arrivals: a deletion does not lower the count (watchArrivals).
+	arrivals bool
 
 	mu   sync.Mutex
 	have map[string]bool
@@ -32,6 +34,16 @@ type objectClock struct {
 // watchCount starts an objectClock on the objects that match the label and field selectors;
 // Stop it when done.
 func watchCount(ctx context.Context, rc *rest.Config, gvr schema.GroupVersionResource, ns string, match map[string]string, fields string) (*objectClock, error) {
+	return startClock(ctx, rc, gvr, ns, match, fields, &objectClock{stop: make(chan struct{}), have: map[string]bool{}})
+}
+
+// watchArrivals is watchCount, but counts every object that ever matched: one deleted (a
+// claim of a finished pod), or that stops matching, still counts.
+func watchArrivals(ctx context.Context, rc *rest.Config, gvr schema.GroupVersionResource, ns string, match map[string]string, fields string) (*objectClock, error) {
+	return startClock(ctx, rc, gvr, ns, match, fields, &objectClock{stop: make(chan struct{}), have: map[string]bool{}, arrivals: true})
+}
+
+func startClock(ctx context.Context, rc *rest.Config, gvr schema.GroupVersionResource, ns string, match map[string]string, fields string, c *objectClock) (*objectClock, error) {
 	mc, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -40,7 +52,6 @@ func watchCount(ctx context.Context, rc *rest.Config, gvr schema.GroupVersionRes
 	inf := metadatainformer.NewFilteredMetadataInformer(mc, gvr, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.LabelSelector, o.FieldSelector = selector, fields
 	}).Informer()
-	c := &objectClock{stop: make(chan struct{}), have: map[string]bool{}}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.saw(obj, true) },
 		DeleteFunc: func(obj any) {
@@ -72,7 +83,7 @@ func (c *objectClock) saw(obj any, present bool) {
 	case present && !c.have[m.GetName()]:
 		c.have[m.GetName()] = true
 		c.reached = append(c.reached, now)
-	case !present && c.have[m.GetName()]:
+	case !present && c.have[m.GetName()] && !c.arrivals:
 		delete(c.have, m.GetName())
 		c.reached = c.reached[:len(c.have)]
 	}

@@ -185,6 +185,7 @@ var scenarioKnobs = map[string]string{
 	"volumeclaims":   "VOLUMECLAIMS_BENCH",
 	"resourceclaims": "RESOURCECLAIMS_BENCH",
 	"sequencer":      "SEQUENCER_BENCH",
+	"peers":          "PEERS_BENCH",
 	"podgroups":      "PODGROUPS_BENCH",
 }
 

@@ -123,6 +123,10 @@ func kwokctlConfig(c Config) ([]byte, error) {
 		}
 		opts["kubeRuntimeConfig"] = WorkloadAPIRuntimeConfig
 	}
+	if c.KubeControllers != "" {
+		kcm := cfg["componentsPatches"].([]any)[0].(map[string]any)
+		kcm["extraArgs"] = append(kcm["extraArgs"].([]any), map[string]any{"key": "controllers", "value": c.KubeControllers})
+	}
 	if c.APIServerGOGC != "" {
 		cfg["componentsPatches"] = append(cfg["componentsPatches"].([]any), map[string]any{
 			"name":      "kube-apiserver",

@@ -52,6 +52,10 @@ type Config struct {
 	// WorkloadAPISince or later: a test of what a cluster without one of them does (such as
 	// DRAWorkloadResourceClaims) runs on a testbed started so.
 	KubeFeatureGates string
+	// KubeControllers, when set, is kube-controller-manager's --controllers: the benchmark of
+	// the add-ons against their peers (make bench ADDON=peers) turns off the controllers that it
+	// runs in a second kube-controller-manager of their own (StartControllerManager).
+	KubeControllers string
 }
 
 // Ports of the testbed, all on 127.0.0.1.
@@ -84,8 +88,8 @@ func (p Ports) All() []int {
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,
-// TESTBED_NODES, TESTBED_POD_DURATION, TESTBED_PORT_BASE, TESTBED_APISERVER_GOGC and
-// TESTBED_KUBE_FEATURE_GATES override the defaults.
+// TESTBED_NODES, TESTBED_POD_DURATION, TESTBED_PORT_BASE, TESTBED_APISERVER_GOGC,
+// TESTBED_KUBE_FEATURE_GATES and TESTBED_KUBE_CONTROLLERS override the defaults.
 func DefaultConfig() (Config, error) {
 	root, err := repo.Root()
 	if err != nil {
@@ -102,6 +106,7 @@ func DefaultConfig() (Config, error) {
 
 		APIServerGOGC:    os.Getenv("TESTBED_APISERVER_GOGC"),
 		KubeFeatureGates: os.Getenv("TESTBED_KUBE_FEATURE_GATES"),
+		KubeControllers:  os.Getenv("TESTBED_KUBE_CONTROLLERS"),
 	}
 	if c.Bins != "" && !filepath.IsAbs(c.Bins) {
 		c.Bins = filepath.Join(root, c.Bins) // the suites run in their own directories
