@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func init() {
 // ClusterQueue holds (stopPolicy Hold), so its Workloads wait, as the suspended JobSets of ours.
 const peersKueueQueue = "peers"
 
+// kueueJobSetWorkers is what Kueue logs as its JobSet controller's workers start.
+var kueueJobSetWorkers = regexp.MustCompile(`"logger":"jobset",[^\n]*"msg":"Starting workers"`)
+
 // vcControllerManagerEnv names Volcano's controller-manager binary (make bench ADDON=peers
 // builds it and sets it).
 const vcControllerManagerEnv = "VOLCANO_CONTROLLER_MANAGER"
@@ -48,12 +52,13 @@ var (
 	volcanoPodGroup = volcanoPodGroupList.GroupVersion().WithResource("podgroups")
 )
 
-// gangPeerJobSets is how many JobSets (Volcano Jobs) a side makes.
+// gangPeerJobSets is how many JobSets (Volcano Jobs) a side makes: $BENCH_PEERS_JOBSETS, 500
+// by default; 100 in bench-smoke.
 func gangPeerJobSets(smoke bool) int {
 	if smoke {
 		return 100
 	}
-	return 500
+	return envIntOr("BENCH_PEERS_JOBSETS", 500)
 }
 
 // podGroupsPeers: for each backend, podgroups against Kueue and Volcano's job controller;
@@ -185,10 +190,15 @@ func kueuePeer(tb testbed.Config, c client.Client, n int) peerSide {
 	}
 }
 
-// startKueueHeld starts Kueue, with a ResourceFlavor and the held ClusterQueue peersKueueQueue.
+// startKueueHeld starts Kueue, with a ResourceFlavor and the held ClusterQueue peersKueueQueue,
+// and returns once its JobSet controller's workers run (its readyz answers before).
 func startKueueHeld(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client) error {
+	logged := testbed.LogSize(tb, "kueue")
 	if err := testbed.StartKueue(ctx, tb, testbed.KueueOptions{}, b.Logf); err != nil {
 		return err
+	}
+	if err := testbed.WaitLogged(ctx, tb, "kueue", logged, kueueJobSetWorkers, time.Minute); err != nil {
+		return fmt.Errorf("Kueue's JobSet controller did not start: %w", err)
 	}
 	for _, o := range []*unstructured.Unstructured{
 		framework.KueueObject("ResourceFlavor", "", peersKueueQueue, map[string]any{}),

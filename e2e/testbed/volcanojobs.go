@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 )
 
@@ -20,13 +21,16 @@ const (
 // Volcano Job (vcjob). Volcano's CRDs must be installed (InstallGangCRDs). Its webhooks
 // (vc-webhook-manager) do not run: a vcjob made with its defaults filled in (queue, scheduler,
 // minAvailable, task names, maxRetry) needs none of them. The client limits are the ones the
-// testbed gives its other controllers (QPS 200, burst 400). StopVolcanoControllers stops it.
+// testbed gives its other controllers (QPS 200, burst 400). It returns once the job
+// controller's workers run (its caches synced). StopVolcanoControllers stops it.
 func StartVolcanoControllers(ctx context.Context, c Config, bin string) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("Volcano's controller-manager %s is missing: make bench ADDON=peers builds it", bin)
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", c.Ports().VolcanoControllersHealth)
-	logPath, err := StartProcess(c, VolcanoControllersProcess, bin,
+	logPath := c.ProcessLog(VolcanoControllersProcess)
+	logged := LogSize(c, VolcanoControllersProcess)
+	_, err := StartProcess(c, VolcanoControllersProcess, bin,
 		"--kubeconfig", c.Kubeconfig(), "--leader-elect=false", "--controllers=+job-controller",
 		"--scheduler-name", VolcanoSchedulerName, "--kube-api-qps=200", "--kube-api-burst=400",
 		"--enable-healthz", fmt.Sprintf("--healthz-address=127.0.0.1:%d", c.Ports().VolcanoControllersHealth))
@@ -35,6 +39,12 @@ func StartVolcanoControllers(ctx context.Context, c Config, bin string) error {
 	}
 	if err := WaitHTTP(ctx, health, time.Minute); err != nil {
 		return fmt.Errorf("Volcano's controller-manager: %w; see %s", err, logPath)
+	}
+	// Its health check answers as the process starts; its job controller's workers start once
+	// its caches have synced, and say so.
+	err = WaitLogged(ctx, c, VolcanoControllersProcess, logged, regexp.MustCompile(`JobController is running`), time.Minute)
+	if err != nil {
+		return fmt.Errorf("Volcano's job controller did not start: %w; see %s", err, logPath)
 	}
 	return nil
 }
