@@ -125,6 +125,7 @@ func (r restartSpec) side(tb testbed.Config, c client.Client) peerSide {
 			return func() {
 				clock.Stop()
 				r.after(ctx, b, ns)
+				clearNamespace(ctx, b, c, ns)
 				deleteAndWait(ctx, b, c, ns)
 			}, nil
 		},
