@@ -87,5 +87,5 @@ bench: build testbed-bins $(TESTBEDCTL) $(bench_needs) ## bench: Every benchmark
 # make test runs it on a testbed of its own (hack/test.sh): thresholds and their noise in
 # e2e/bench/smoke_test.go and docs/performance/scale.md (bench-smoke).
 .PHONY: bench-smoke
-bench-smoke: build testbed-bins $(TESTBEDCTL) ## bench: Reduced headline benchmarks; fails when a ratio falls below its threshold
+bench-smoke: build testbed-bins kueue-bins $(TESTBEDCTL) ## bench: Reduced headline benchmarks; fails when a ratio falls below its threshold
 	hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkSmoke$$" -benchtime 1x -timeout 20m ./bench/'

@@ -183,5 +183,5 @@ func (r restartSpec) fill(ctx context.Context, b *testing.B, tb testbed.Config, 
 func deleteAllIn(ctx context.Context, c client.Client, list schema.GroupVersionKind, ns string, match map[string]string) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(list.GroupVersion().WithKind(strings.TrimSuffix(list.Kind, "List")))
-	return c.DeleteAllOf(ctx, obj, client.InNamespace(ns), client.MatchingLabels(match))
+	return c.DeleteAllOf(ctx, obj, client.InNamespace(ns), client.MatchingLabels(match), client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
