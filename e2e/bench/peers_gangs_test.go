@@ -337,29 +337,6 @@ func stripFinalizers(ctx context.Context, c client.Client, gvk schema.GroupVersi
 	return nil
 }
 
-// smokePeers runs the reduced pairs of peer scenario name (bench-smoke) for rounds rounds and
-// returns, for each peer, the rows bench-smoke checks: key "time", the peer's time ÷ ours, and
-// key "cpu", the peer's CPU per object ÷ ours (the inverse of the table's ours ÷ peer, so that
-// both are at least their threshold). Its pairs each have one peer.
-func smokePeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, name string, rounds int) []row {
-	var pairs []peerPair
-	for _, s := range peerScenarios {
-		if s.name == name {
-			pairs = s.pairs(ctx, b, tb, c, true)
-		}
-	}
-	var rows []row
-	for _, r := range runPeers(ctx, b, tb, c, pairs, rounds) {
-		if r.ours {
-			continue
-		}
-		rows = append(rows,
-			row{what: r.pair + ": " + r.side + "'s time / ours (median)", ratio: fmt.Sprintf("%.2f", r.objectRatio), target: "-", key: "time", value: r.objectRatio},
-			row{what: r.pair + ": " + r.side + "'s CPU per object / ours (median)", ratio: fmt.Sprintf("%.2f", 1/r.cpuRatio), target: "-", key: "cpu", value: 1 / r.cpuRatio})
-	}
-	return rows
-}
-
 // gangPeerKinds are the kinds a podgroups peer side leaves in its namespace, the sources first.
 var gangPeerKinds = []schema.GroupVersionKind{
 	jobsetv1alpha2.GroupVersion.WithKind("JobSetList"), volcanoJobs.GroupVersion().WithKind("JobList"),

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,10 @@ var (
 	claimResource = resourcev1.SchemeGroupVersion.WithResource("resourceclaims")
 )
 
+// peerWaitBound: peerWait waits for the pods to be bound too (bench-smoke does not: the
+// scheduler's backoff on pods whose claims are not bound yet decides that time).
+var peerWaitBound = true
+
 // peerWait times a side's window: create makes its objects; the result is when the n-th
 // object of resource in ns (with labels) first existed, and the pods-th pod was first bound,
 // counted from just before create, by watches started before it.
@@ -51,6 +56,11 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 		return peerResult{}, err
 	}
 	defer bound.Stop()
+	made, err := watchArrivals(ctx, rc, corev1.SchemeGroupVersion.WithResource("pods"), ns, nil, "")
+	if err != nil {
+		return peerResult{}, err
+	}
+	defer made.Stop()
 	start := time.Now()
 	if err := create(); err != nil {
 		return peerResult{}, err
@@ -60,34 +70,55 @@ func peerWait(ctx context.Context, tb testbed.Config, ns string, resource schema
 		return peerResult{}, fmt.Errorf("%s: %w", resource.Resource, err)
 	}
 	res := peerResult{objects: n, lastObject: last.Sub(start)}
-	if pods > 0 {
+	if pods > 0 && peerWaitBound {
 		if last, err = bound.until(pods, 10*time.Minute); err != nil {
 			return res, fmt.Errorf("pods bound: %w", err)
 		}
 		res.lastBound = last.Sub(start)
+		if last, err = made.until(pods, time.Minute); err == nil {
+			res.lastPod = last.Sub(start)
+		}
 	}
 	return res, nil
 }
+
+// createRetrying creates obj, again after an error of the API server's own (a webhook's
+// connection closed under load) for up to 5 tries: a side fails on what a controller would
+// retry.
+func createRetrying(ctx context.Context, c client.Client, obj client.Object) error {
+	var err error
+	for try := range 5 {
+		if err = c.Create(ctx, obj); err == nil || !apierrors.IsInternalError(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	return err
+}
+
+// runsAnHour: a Job's pods run (on kwok) for the whole window, as a StatefulSet's do, so that
+// no side's window holds the completions of its pods and Jobs.
+var runsAnHour = metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayAnnotationKey: "1h"}}
 
 // dataMount is the volume data mounted by a container.
 var dataMount = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 
 // volumeClaimsPeers: per-pod PVCs of one JobSet (jobs Jobs x 10 pods) against a StatefulSet of
 // as many replicas (Parallel, one volumeClaimTemplate) and an Indexed Job of as many pods with
-// a generic ephemeral volume; smoke: 200 against the StatefulSet only.
+// a generic ephemeral volume; smoke: 100 against the StatefulSet only.
 func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, smoke bool) []peerPair {
 	const perJob = 10
 	jobs := envIntOr("PEERS_VOLUMECLAIMS_JOBS", 200)
 	if smoke {
-		jobs = 20
+		jobs = 10
 	}
 	n := jobs * perJob
 	ours := peerSide{name: "volumeclaims (one JobSet)", procs: []string{"volumeclaims"}, run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 		js := addontest.JobSet(ns, "peers").ReplicatedJobs(
-			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data"),
+			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
 		).Obj()
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
-		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return c.Create(ctx, js) })
+		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return createRetrying(ctx, c, js) })
 	}}
 	statefulSet := peerSide{name: "StatefulSet", procs: []string{kcmStatefulSet}, setup: peerControllerManager(tb, kcmStatefulSet, "statefulset-controller"),
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
@@ -104,7 +135,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 					VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: pvcSpec()}},
 				},
 			}
-			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return c.Create(ctx, ss) })
+			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, ss) })
 		}}
 	ephemeral := peerSide{name: "generic ephemeral volume", procs: []string{kcmEphemeral}, setup: peerControllerManager(tb, kcmEphemeral, "ephemeral-volume-controller"),
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
@@ -112,7 +143,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peers"},
 				Spec: batchv1.JobSpec{
 					Parallelism: ptr.To(int32(n)), Completions: ptr.To(int32(n)), CompletionMode: ptr.To(batchv1.IndexedCompletion), BackoffLimit: ptr.To[int32](0),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Template: corev1.PodTemplateSpec{ObjectMeta: runsAnHour, Spec: corev1.PodSpec{
 						RestartPolicy: corev1.RestartPolicyNever,
 						Containers:    []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: dataMount}},
 						Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
@@ -121,7 +152,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 					}},
 				},
 			}
-			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return c.Create(ctx, job) })
+			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, job) })
 		}}
 	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs", n), ours: ours, peers: []peerSide{statefulSet, ephemeral}}
 	if smoke {
@@ -129,6 +160,13 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 	}
 	return []peerPair{pair}
 }
+
+// peersDeviceClass is the DeviceClass of the resourceclaims pair's claims, and peersTemplates
+// the add-on's templates of one claim of it.
+const (
+	peersDeviceClass = "peers"
+	peersTemplates   = `[{metadata: {name: dev}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: peers}}]}}}]`
+)
 
 // resourceClaimsPeers: a claim for each of jobs one-pod Jobs (JobSets of 10 Jobs) against the
 // same JobSets whose pods name a ResourceClaimTemplate instead: kube-controller-manager's
@@ -140,17 +178,18 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 	const perJobSet = 10
 	jobs := envIntOr("PEERS_RESOURCECLAIMS_JOBS", 500)
 	if smoke {
-		jobs = 100
+		jobs = 50
 	}
-	if err := testbed.PublishDevices(ctx, tb, "bench", (jobs+testbed.DevicesPerSlice-1)/testbed.DevicesPerSlice+1); err != nil {
+	// A class of its own, always of as many devices (slices of a pool cannot be added to later).
+	if err := testbed.PublishDevices(ctx, tb, peersDeviceClass, max(8, (jobs+testbed.DevicesPerSlice-1)/testbed.DevicesPerSlice)); err != nil {
 		b.Fatal(err)
 	}
 	jobSets := func(ns string, mk func(rj *addontest.ReplicatedJobWrapper)) func() error {
 		return func() error {
 			return createParallel(jobs/perJobSet, 8, func(i int) error {
-				rj := addontest.ReplicatedJob("w").Replicas(perJobSet)
+				rj := addontest.ReplicatedJob("w").Replicas(perJobSet).PodAnnotation(testbed.DelayAnnotationKey, "1h")
 				mk(rj)
-				return c.Create(ctx, addontest.JobSet(ns, fmt.Sprintf("peers-%d", i)).ReplicatedJobs(rj).Obj())
+				return createRetrying(ctx, c, addontest.JobSet(ns, fmt.Sprintf("peers-%d", i)).ReplicatedJobs(rj).Obj())
 			})
 		}
 	}
@@ -159,7 +198,7 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 			return peerWait(ctx, tb, ns, claimResource, map[string]string{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}, jobs, jobs,
 				jobSets(ns, func(rj *addontest.ReplicatedJobWrapper) {
-					rj.JobAnnotation(contract.TemplatesAnnotationKey, benchTemplates)
+					rj.JobAnnotation(contract.TemplatesAnnotationKey, peersTemplates)
 				}))
 		}}
 	template := peerSide{name: "ResourceClaimTemplate", procs: []string{kcmClaims}, setup: setup,
@@ -167,9 +206,9 @@ func resourceClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c
 			rct := &resourcev1.ResourceClaimTemplate{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
 				Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-					Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "bench"}}}}}},
+					Requests: []resourcev1.DeviceRequest{{Name: "d", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: peersDeviceClass}}}}}},
 			}
-			if err := c.Create(ctx, rct); err != nil {
+			if err := createRetrying(ctx, c, rct); err != nil {
 				return peerResult{}, err
 			}
 			return peerWait(ctx, tb, ns, claimResource, nil, jobs, jobs, jobSets(ns, func(rj *addontest.ReplicatedJobWrapper) {

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,11 +28,18 @@ import (
 func BenchmarkPeers(b *testing.B) {
 	ctx := context.Background()
 	c, _, tb := clients(b)
+	// PEERS_SMOKE: bench-smoke's reduced pairs, to the last object (smokePeers), for
+	// measuring the spread its thresholds come from.
+	smoke := os.Getenv("PEERS_SMOKE") != ""
+	if smoke {
+		peerWaitBound = false
+		defer func() { peerWaitBound = true }()
+	}
 	var pairs []peerPair
 	addons := map[string]bool{}
 	for _, s := range peerScenarios {
 		if picked("peers", s.name) {
-			pairs = append(pairs, s.pairs(ctx, b, tb, c, false)...)
+			pairs = append(pairs, s.pairs(ctx, b, tb, c, smoke)...)
 			addons[s.addon] = true
 		}
 	}
@@ -38,7 +47,9 @@ func BenchmarkPeers(b *testing.B) {
 		b.Skipf("%s=%q picks none of: %s", scenarioKnobs["peers"], os.Getenv(scenarioKnobs["peers"]), peerScenarioNames())
 	}
 	for _, a := range slices.Sorted(maps.Keys(addons)) {
-		if err := testbed.StartAddon(ctx, tb, a, nil, addonArgs()...); err != nil {
+		// With a Lease that a starved API server does not cost them (scaleAddonArgs): the
+		// windows load 2 shared cores fully.
+		if err := testbed.StartAddon(ctx, tb, a, nil, scaleAddonArgs()...); err != nil {
 			b.Fatal(err)
 		}
 		defer func() { _ = testbed.StopAddon(ctx, tb, a) }()
@@ -55,8 +66,8 @@ type peerScenario struct {
 
 // peerScenarios are BenchmarkPeers' scenarios, in order.
 var peerScenarios = []peerScenario{
-	{"volumeclaims", "volumeclaims", volumeClaimsPeers},
 	{"resourceclaims", "resourceclaims", resourceClaimsPeers},
+	{"volumeclaims", "volumeclaims", volumeClaimsPeers},
 }
 
 func peerScenarioNames() string {
@@ -86,6 +97,7 @@ type peerResult struct {
 	objects    int           // objects made (PVCs, claims, gang objects)
 	lastObject time.Duration // first create to the last object existing
 	lastBound  time.Duration // first create to the last pod bound; 0 where no pods
+	lastPod    time.Duration // first create to the last pod existing (optional: 0 where not timed)
 }
 
 // peerPair is an add-on's side against those of the controllers users would use instead.
@@ -102,8 +114,8 @@ type peerRow struct {
 	objects    int
 	// Per round: the times, and the CPU time of each process in the window (first create to
 	// the last object or pod, whichever came last), by comm name; peerTotal is their sum.
-	lastObject, lastBound []time.Duration
-	cpu                   []map[string]time.Duration
+	lastObject, lastBound, lastPod []time.Duration
+	cpu                            []map[string]time.Duration
 	// For a peer, against ours (medians over the rounds): objectRatio and boundRatio are the
 	// peer's time ÷ ours (>= 1: ours is at least as fast); cpuRatio is ours ÷ the peer's CPU per
 	// object, all processes (<= 1: ours costs no more). The *Rounds are the same per round.
@@ -135,14 +147,14 @@ func medianMinMax(v []float64) (med, lo, hi float64) {
 	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
-// runPeers runs each pair's sides interleaved round by round (rounds; 0 is benchRounds(), and
-// never fewer than 5 unless set so), each side in a namespace of its own that is deleted, with
+// runPeers runs each pair's sides interleaved round by round (rounds; 0 is $BENCH_ROUNDS, 5 by
+// default), each side in a namespace of its own that is deleted, with
 // the volumes it leaves, before the next window; the order of the sides turns each round, so
 // that none always comes first. It samples the CPU of the testbed's processes and each side's
 // in every window, prints one table per pair and returns the rows, ours first in each pair.
 func runPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, pairs []peerPair, rounds int) []peerRow {
 	if rounds == 0 {
-		rounds = max(benchRounds(), 5)
+		rounds = envIntOr("BENCH_ROUNDS", 5)
 	}
 	var out []peerRow
 	for _, p := range pairs {
@@ -170,9 +182,10 @@ func runPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Cli
 				r.objects = res.objects
 				r.lastObject = append(r.lastObject, res.lastObject)
 				r.lastBound = append(r.lastBound, res.lastBound)
+				r.lastPod = append(r.lastPod, res.lastPod)
 				r.cpu = append(r.cpu, cpu)
-				fmt.Printf("peers: %s round %d, %s: %d objects in %s, pods bound in %s, CPU %s (load average %s)\n", p.name, round+1, sides[i].name,
-					res.objects, res.lastObject.Round(time.Millisecond), res.lastBound.Round(time.Millisecond), cpu[peerTotal].Round(time.Millisecond), loadAverage())
+				fmt.Printf("peers: %s round %d, %s: %d objects in %s, pods made in %s, bound in %s, CPU %s (load average %s)\n", p.name, round+1, sides[i].name,
+					res.objects, res.lastObject.Round(time.Millisecond), res.lastPod.Round(time.Millisecond), res.lastBound.Round(time.Millisecond), cpu[peerTotal].Round(time.Millisecond), loadAverage())
 			}
 		}
 		for i := 1; i < len(rows); i++ {
@@ -218,29 +231,51 @@ func runPeerWindow(ctx context.Context, b *testing.B, c client.Client, pair stri
 	return res, cpu
 }
 
-// deleteAndWait deletes the namespace ns and waits until it is gone and no PersistentVolume
-// bound to one of its claims is left: the provisioner's deletions are not the next window's.
+// deleteAndWait deletes the namespace ns and waits until its pods, PVCs and ResourceClaims are
+// gone and no PersistentVolume bound to one of its claims is left, so that no deletion loads
+// the next window (the namespace itself, empty, goes at the namespace controller's pace). It does the
+// slow part itself (kube-controller-manager's pvc-protection and PersistentVolume controllers
+// take minutes for 2,000 claims on 2 shared cores): once the pods are gone, it removes the
+// claims' finalizers and deletes their volumes.
 func deleteAndWait(ctx context.Context, b *testing.B, c client.Client, ns string) {
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 		b.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var n corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil || client.IgnoreNotFound(err) != nil {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) > 0 {
 			return false, nil
 		}
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := c.List(ctx, &pvcs, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		_ = createParallel(len(pvcs.Items), 16, func(i int) error {
+			return client.IgnoreNotFound(c.Patch(ctx, &pvcs.Items[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+		})
 		var pvs corev1.PersistentVolumeList
 		if err := c.List(ctx, &pvs); err != nil {
 			return false, nil
 		}
-		for _, pv := range pvs.Items {
+		var left []*corev1.PersistentVolume
+		for i, pv := range pvs.Items {
 			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
-				return false, nil
+				left = append(left, &pvs.Items[i])
 			}
 		}
-		return true, nil
+		_ = createParallel(len(left), 16, func(i int) error {
+			if err := c.Patch(ctx, left[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			return client.IgnoreNotFound(c.Delete(ctx, left[i]))
+		})
+		var claims resourcev1.ResourceClaimList
+		if err := c.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		return len(left) == 0 && len(pvcs.Items) == 0 && len(claims.Items) == 0, nil
 	}); err != nil {
-		b.Fatalf("namespace %s and its volumes not gone after 10 minutes", ns)
+		b.Fatalf("the pods, claims and volumes of namespace %s not gone after 10 minutes", ns)
 	}
 }
 
@@ -285,6 +320,7 @@ func printPeerTable(pair string, rounds int, procs []string, rows []peerRow) {
 		return fmt.Sprintf("%.1fs [%.1f-%.1f]", median(d).Seconds(), s[0].Seconds(), s[len(s)-1].Seconds())
 	}
 	line("last object exists", func(r peerRow) string { return dur(r.lastObject) })
+	line("last pod exists", func(r peerRow) string { return dur(r.lastPod) })
 	line("last pod bound", func(r peerRow) string { return dur(r.lastBound) })
 	for _, p := range append(append(slices.Clone(procs), "bench.test"), peerTotal) {
 		line("CPU-s per 1,000 objects: "+p, func(r peerRow) string {

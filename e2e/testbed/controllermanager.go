@@ -62,17 +62,23 @@ func StartControllerManager(ctx context.Context, c Config, comm string, controll
 	if err != nil {
 		return err
 	}
-	// Each controller waits for its informers; its log says when ("Caches are synced").
-	want := len(controllers)
+	// Each controller waits for its informers, and logs it ("Waiting for caches to sync", then
+	// "Caches are synced"): synced once every wait has ended, twice in a row 200 ms apart.
 	deadline := time.Now().Add(time.Minute)
+	seen := 0
 	for time.Now().Before(deadline) {
-		if countLines(logPath, "Caches are synced") >= want {
-			return nil
+		waiting, synced := countLines(logPath, "Waiting for caches to sync"), countLines(logPath, "Caches are synced")
+		if waiting > 0 && synced >= waiting {
+			if seen++; seen == 2 {
+				return nil
+			}
+		} else {
+			seen = 0
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("%s: its caches not synced after a minute (%s)", comm, logPath)
