@@ -56,10 +56,11 @@ var (
 )
 
 // gangPeerJobSets is how many JobSets (Volcano Jobs) a side makes: $BENCH_PEERS_JOBSETS, 500
-// by default; 100 in bench-smoke.
+// by default; 30 in bench-smoke (a window's setup and cleanup, not its JobSets, are most of its
+// time there).
 func gangPeerJobSets(smoke bool) int {
 	if smoke {
-		return 100
+		return 30
 	}
 	return envIntOr("BENCH_PEERS_JOBSETS", 500)
 }
