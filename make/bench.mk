@@ -18,7 +18,10 @@
 #                     round by round (BENCH_ROUNDS, at least 5): volumeclaims (a StatefulSet's
 #                     volumeClaimTemplates, generic ephemeral volumes), resourceclaims (a
 #                     ResourceClaimTemplate); the peers of kube-controller-manager run in a second
-#                     one of their own, on a testbed of PEERS_NODES nodes
+#                     one of their own, on a testbed of PEERS_NODES nodes; podgroups (each
+#                     backend against Kueue's Workloads and Volcano's job controller) and
+#                     podgroups-restart (the cold starts of the three), which build Volcano's
+#                     controller-manager first
 #     dryrun-memory   each add-on's webhook RSS before, at peak and after BENCH_DRYRUN_JOBSETS
 #                     (5,000) distinct ~200 KB JobSets sent as server-side dry runs; SCENARIO
 #                     names the add-ons (volumeclaims,resourceclaims,...), all four by default,
@@ -58,7 +61,11 @@ bench_env.dryrun-memory  := BENCH_DRYRUN_MEMORY=1
 # The testbed's kube-controller-manager leaves the peers' controllers to a second one of their
 # own, whose CPU is read apart (e2e/bench/peers_test.go).
 PEERS_KUBE_CONTROLLERS := *,-statefulset-controller,-ephemeral-volume-controller,-resourceclaim-controller
-bench_env.peers          = TESTBED_NODES=$(PEERS_NODES) TESTBED_KUBE_CONTROLLERS='$(PEERS_KUBE_CONTROLLERS)'
+bench_env.peers          = TESTBED_NODES=$(PEERS_NODES) TESTBED_KUBE_CONTROLLERS='$(PEERS_KUBE_CONTROLLERS)' \
+	VOLCANO_CONTROLLER_MANAGER=$(VOLCANO_CM)
+# What a benchmark needs beyond the testbed: the podgroups peers (make bench ADDON=peers, all its
+# scenarios or one of podgroups*) Kueue and Volcano's controller-manager, built here on first use.
+bench_needs = $(if $(and $(filter peers,$(ADDON)),$(if $(SCENARIO),$(findstring podgroups,$(SCENARIO)),all)),kueue-bins $(VOLCANO_CM))
 # In-process benchmarks of a webhook (no testbed), run first when no SCENARIO is named.
 bench_first.volumeclaims   = cd controllers/volumeclaims && GOWORK=off go test -run '^$$' -bench '^BenchmarkPodWebhook$$' -benchmem ./internal/webhook/ && \
 	GOWORK=off go test -run '^$$' -bench 'PodWebhookOverTLS' -benchtime 1x ./internal/webhook/
@@ -73,7 +80,7 @@ bench_addon = $(strip $(bench_env.$(ADDON)) $(if $(SCENARIO),$(bench_knob.$(ADDO
 bench_all = hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -run "^$$" -bench . -benchtime $(BENCHTIME) -timeout 30m ./bench/'
 
 .PHONY: bench
-bench: build testbed-bins $(TESTBEDCTL) ## bench: Every benchmark on the testbed; ADDON=name [SCENARIO=a,b]: one add-on's
+bench: build testbed-bins $(TESTBEDCTL) $(bench_needs) ## bench: Every benchmark on the testbed; ADDON=name [SCENARIO=a,b]: one add-on's
 	$(if $(and $(ADDON),$(if $(SCENARIO),,$(bench_first.$(ADDON)))),$(bench_first.$(ADDON)))
 	$(if $(ADDON),$(bench_addon),$(bench_all))
 
@@ -81,5 +88,5 @@ bench: build testbed-bins $(TESTBEDCTL) ## bench: Every benchmark on the testbed
 # the peers' controllers to their own (PEERS_KUBE_CONTROLLERS): thresholds and their noise in
 # e2e/bench/smoke_test.go and docs/performance/scale.md (bench-smoke).
 .PHONY: bench-smoke
-bench-smoke: build testbed-bins $(TESTBEDCTL) ## bench: Reduced headline benchmarks; fails when a ratio falls below its threshold
+bench-smoke: build testbed-bins kueue-bins $(TESTBEDCTL) ## bench: Reduced headline benchmarks; fails when a ratio falls below its threshold
 	TESTBED_KUBE_CONTROLLERS='$(PEERS_KUBE_CONTROLLERS)' hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go test -count=1 -run "^$$" -bench "^BenchmarkSmoke$$" -benchtime 1x -timeout 20m ./bench/'

@@ -45,6 +45,13 @@ $(HELM_DIR)/helm: tools/helm/go.mod
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
 $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/scheduler
+# Volcano's controller-manager (its vcjob controller makes a PodGroup per vcjob), from the same
+# wrapper module: run only by the peer benchmark (make bench ADDON=peers), so built when that
+# first needs it, not by testbed-bins. The vcjob CRDs are among volcano-crds already.
+VOLCANO_CM_DIR := $(BIN)/volcano-controller-manager-$(VOLCANO_VERSION)
+VOLCANO_CM     := $(VOLCANO_CM_DIR)/vc-controller-manager
+$(VOLCANO_CM): tools/volcano/go.mod
+	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/controller-manager
 $(SCHEDPLUGINS_DIR)/sp-scheduler: $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION))/go.mod
 	hack/build-tool.sh $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)) $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
 

@@ -176,18 +176,14 @@ func StartKueue(ctx context.Context, c Config, o KueueOptions, log func(string, 
 	if err := labelTopology(ctx, cs); err != nil {
 		return err
 	}
-	frameworks := o.Frameworks
-	if len(frameworks) == 0 {
-		frameworks = []string{KueueFrameworkJobSet}
-	}
+	frameworks := o.frameworks()
 	if running {
 		log("Kueue is already running")
 	} else {
-		cfgPath := filepath.Join(dir, "config.yaml")
-		if err := os.WriteFile(cfgPath, kueueConfig(c, certDir, frameworks, o), 0o644); err != nil {
+		if err := os.WriteFile(kueueConfigPath(c), kueueConfig(c, certDir, frameworks, o), 0o644); err != nil {
 			return err
 		}
-		logPath, err := StartProcess(c, "kueue", c.Bin("kueue"), "--config", cfgPath, "--kubeconfig", c.Kubeconfig(), "--zap-log-level=2")
+		logPath, err := startKueueProcess(c)
 		if err != nil {
 			return err
 		}
@@ -204,6 +200,49 @@ func StartKueue(ctx context.Context, c Config, o KueueOptions, log func(string, 
 		return err
 	}
 	return waitKueueWebhooks(ctx, c)
+}
+
+// StartKueueAgain starts Kueue again after StopKueue, as a restart of its Deployment would:
+// its webhook configurations registered again first (their server down until it starts, as
+// while its pod restarts), then its process with the Configuration StartKueue wrote. It returns
+// as the process starts, without waiting for it to be ready.
+func StartKueueAgain(ctx context.Context, c Config, o KueueOptions) error {
+	src, err := c.kueueSrc()
+	if err != nil {
+		return err
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(c.kueueDir(), "certs", "ca.crt"))
+	if err != nil {
+		return fmt.Errorf("StartKueue first: %w", err)
+	}
+	manifests, err := kueueWebhooks(src, o.frameworks())
+	if err != nil {
+		return err
+	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", c.Ports().KueueWebhook)
+	if err := RegisterWebhooks(ctx, cs, manifests, base, caPEM, WebhookEdits{Prefix: "kueue-"}); err != nil {
+		return err
+	}
+	_, err = startKueueProcess(c)
+	return err
+}
+
+// frameworks are Kueue's integrations: the JobSet integration alone unless Frameworks says.
+func (o KueueOptions) frameworks() []string {
+	if len(o.Frameworks) == 0 {
+		return []string{KueueFrameworkJobSet}
+	}
+	return o.Frameworks
+}
+
+func kueueConfigPath(c Config) string { return filepath.Join(c.kueueDir(), "config.yaml") }
+
+func startKueueProcess(c Config) (logPath string, err error) {
+	return StartProcess(c, "kueue", c.Bin("kueue"), "--config", kueueConfigPath(c), "--kubeconfig", c.Kubeconfig(), "--zap-log-level=2")
 }
 
 // StopKueue stops Kueue and removes its webhook configurations, so that nothing created later

@@ -2,15 +2,19 @@ package testbed
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func (c Config) procsDir() string { return filepath.Join(c.WorkDir, "procs") }
@@ -163,6 +167,24 @@ func ProcessRSS(c Config, name string) (int, error) {
 
 // ProcessLog is the log of the process StartProcess started as name.
 func (c Config) ProcessLog(name string) string { return filepath.Join(c.procsDir(), name+".log") }
+
+// LogSize is the size of process name's log now (0 if none): its log is appended to, and
+// WaitLogged looks only past it.
+func LogSize(c Config, name string) int64 {
+	st, err := os.Stat(c.ProcessLog(name))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// WaitLogged waits, at most timeout, until process name's log matches line past offset from.
+func WaitLogged(ctx context.Context, c Config, name string, from int64, line *regexp.Regexp, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(c.ProcessLog(name))
+		return err == nil && int64(len(b)) > from && line.Match(b[from:]), nil
+	})
+}
 
 // PauseProcess stops the process StartProcess started as name (SIGSTOP to its process group):
 // it holds its connections and ports but does nothing until ResumeProcess. A test uses it to

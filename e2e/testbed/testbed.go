@@ -63,6 +63,8 @@ type Ports struct {
 	APIServer, Etcd, EtcdPeer, ControllerManager, Scheduler, Kwok, JobSetWebhook, JobSetHealth int
 	// The gang schedulers (StartGangSchedulers).
 	VolcanoMetrics, VolcanoHealth, CoschedulingSecure int
+	// Volcano's controller-manager (StartVolcanoControllers).
+	VolcanoControllersHealth int
 	// Kueue (StartKueue).
 	KueueWebhook, KueueHealth, KueueMetrics int
 }
@@ -74,7 +76,7 @@ func (c Config) Ports() Ports {
 	return Ports{
 		APIServer: b + 443, Etcd: b + 379, EtcdPeer: b + 380, ControllerManager: b + 257,
 		Scheduler: b + 259, Kwok: b + 247, JobSetWebhook: b + 450, JobSetHealth: b + 451,
-		VolcanoMetrics: b + 460, VolcanoHealth: b + 461, CoschedulingSecure: b + 462,
+		VolcanoMetrics: b + 460, VolcanoHealth: b + 461, CoschedulingSecure: b + 462, VolcanoControllersHealth: b + 463,
 		KueueWebhook: b + 470, KueueHealth: b + 471, KueueMetrics: b + 472,
 	}
 }
@@ -82,7 +84,7 @@ func (c Config) Ports() Ports {
 // All lists every port, for the check that teardown left none listening.
 func (p Ports) All() []int {
 	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth,
-		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure, p.KueueWebhook, p.KueueHealth, p.KueueMetrics}
+		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure, p.VolcanoControllersHealth, p.KueueWebhook, p.KueueHealth, p.KueueMetrics}
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,
