@@ -8,9 +8,9 @@ ROOT := $(abspath .)
 BIN  := $(ROOT)/bin
 
 # Every go command here builds as the tools (hack/build-tool.sh) and ko's images do: no cgo,
-# -trimpath. One build cache entry then serves go vet, go test, make build, the images, and the
-# tools that pin the same module versions (kube-apiserver's k8s.io/client-go is the add-ons'); a
-# flag that differs compiles every package again.
+# -trimpath. One build cache entry then serves go vet, go test, make build and the images, and
+# the standard library and the packages of a module version the tools share: a flag that
+# differs compiles every package again.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimpath)
 # How many tool builds make demo and make test run at once: one go build keeps both cores
