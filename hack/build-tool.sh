@@ -21,4 +21,8 @@ if [[ $out == */ ]]; then
 else
 	mv -f "$dest" "$out"
 fi
-echo "built ${out%/} ($(cd "$mod" && basename "$(pwd)"): ${pkgs[*]##*/}) in $(( $(date +%s) - start ))s"
+# The CPU time of the build (its processes' user and system time), beside the wall time: on a
+# busy machine the wall time says little.
+times >"$tmp/times"
+cpu=$(awk 'NR == 2 { split($1 " " $2, t, /[ms ]+/); printf "%d", t[1] * 60 + t[2] + t[3] * 60 + t[4] }' "$tmp/times")
+echo "built ${out%/} (${pkgs[*]##*/}) in $(( $(date +%s) - start ))s, ${cpu}s of CPU"
