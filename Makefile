@@ -7,6 +7,16 @@ SHELL := /usr/bin/env bash
 ROOT := $(abspath .)
 BIN  := $(ROOT)/bin
 
+# Every go command here builds as the tools (hack/build-tool.sh) and ko's images do: no cgo,
+# -trimpath. One build cache entry then serves go vet, go test, make build and the images, and
+# the standard library and the packages of a module version the tools share: a flag that
+# differs compiles every package again.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimpath)
+# How many tool builds make demo and make test run at once: one go build keeps both cores
+# busy compiling, but leaves them idle while it downloads modules and links, which another fills.
+TOOL_JOBS ?= 3
+
 include make/versions.mk # the versions of every tool
 include make/tools.mk    # how each tool is built into bin/, and bin/testbed
 include make/demo.mk     # the demo and the testbed by hand

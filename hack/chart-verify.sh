@@ -109,7 +109,7 @@ else
 fi
 
 # 3. check the renders (Go, charts/jobset-addons/tests)
-if ! (cd "$CHART/tests" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$ROOT/$CHECK" .) >>"$LOG" 2>&1; then
+if ! (cd "$CHART/tests" && GOWORK=off GOFLAGS="${GOFLAGS:-} -mod=readonly" go build -o "$ROOT/$CHECK" .) >>"$LOG" 2>&1; then
 	fail check "building $CHART/tests failed"
 elif "$CHECK" check "$OUT" >>"$LOG" 2>&1; then
 	pass check "$(tail -n 1 "$LOG")"; : >"$LOG"

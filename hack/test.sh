@@ -14,7 +14,8 @@ before=$(tracked)
 step "make verify"
 make --no-print-directory verify
 step "make build tools"
-make --no-print-directory build tools
+make --no-print-directory build
+make --no-print-directory -j"${TOOL_JOBS:-3}" tools
 step "make unit"
 make --no-print-directory unit
 

@@ -11,12 +11,13 @@ TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools
 CONTROLLER_BINS := $(addprefix $(BIN)/,$(CONTROLLERS))
 build: $(CONTROLLER_BINS) $(BIN)/kubectl-jobset_addons ## try: Build the four controllers and the kubectl plugin into bin/
 
-$(CONTROLLER_BINS): $(BIN)/%: FORCE
-	cd controllers/$* && go build -trimpath -o $@ .
-
-# The kubectl plugin: `kubectl jobset-addons status JOBSET` once bin/ is on PATH.
-$(BIN)/kubectl-jobset_addons: FORCE
-	cd cmd/kubectl-jobset-addons && go build -trimpath -o $@ .
+# One go build (go.work) for the four controllers and the kubectl plugin (`kubectl jobset-addons
+# status JOBSET` once bin/ is on PATH): they share most of their packages.
+$(CONTROLLER_BINS) $(BIN)/kubectl-jobset_addons &: FORCE
+	@mkdir -p $(BIN)
+	tmp=$$(mktemp -d $(BIN)/.build-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+		go build -o $$tmp/ $(addprefix ./controllers/,$(CONTROLLERS)) ./cmd/kubectl-jobset-addons && \
+		mv $$tmp/kubectl-jobset-addons $$tmp/kubectl-jobset_addons && mv -f $$tmp/* $(BIN)/
 
 .PHONY: FORCE
 FORCE:
@@ -32,14 +33,7 @@ docs-lint: ## test: Check the docs: links, anchors, `make` commands, the knobs t
 .PHONY: verify
 verify: ## test: gofmt, go vet, go mod tidy, every module builds alone, docs, govulncheck
 	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
-	@for m in $(MODULES) $(TOOL_MODULES); do \
-		cp $$m/go.mod $$m/go.mod.orig; cp $$m/go.sum $$m/go.sum.orig; \
-		(cd $$m && GOWORK=off go mod tidy) || exit 1; \
-		if ! cmp -s $$m/go.mod $$m/go.mod.orig || ! cmp -s $$m/go.sum $$m/go.sum.orig; then \
-			diff -u $$m/go.mod.orig $$m/go.mod; mv $$m/go.mod.orig $$m/go.mod; mv $$m/go.sum.orig $$m/go.sum; \
-			echo "go mod tidy changes $$m"; exit 1; fi; \
-		rm $$m/go.mod.orig $$m/go.sum.orig; \
-	done
+	@hack/tidy-check.sh $(MODULES) $(TOOL_MODULES)
 	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
 	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
 	@hack/docs-lint.sh

@@ -18,14 +18,20 @@ kube_ldflags = $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/ve
 
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 # testbed_bins KUBE,JOBSET: every binary a testbed of those versions runs.
-testbed_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(ETCD_DIR)/etcd \
-	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
-	$(VOLCANO_DIR)/vc-scheduler $(SCHEDPLUGINS_DIR)/sp-scheduler
+# The longest builds first: a parallel make (TOOL_JOBS) starts them first.
+testbed_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(SCHEDPLUGINS_DIR)/sp-scheduler \
+	$(VOLCANO_DIR)/vc-scheduler $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
+	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(ETCD_DIR)/etcd
 TESTBED_BINS := $(call testbed_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 
+# One go build per group: the testbed's four (kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl share most of their packages), and the three more of a kind node.
+KUBE_NODE_BINS := kubelet kubeadm kube-proxy
 define kube_rule
-$(BIN)/kube-$1/%: $(call kube_mod,$1)/go.mod
-	hack/build-tool.sh $(call kube_mod,$1) $$@ k8s.io/kubernetes/cmd/$$* "$(call kube_ldflags,$1)"
+$(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) &: $(call kube_mod,$1)/go.mod
+	hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_BINS))" "$(call kube_ldflags,$1)"
+$(addprefix $(BIN)/kube-$1/,$(KUBE_NODE_BINS)) &: $(call kube_mod,$1)/go.mod
+	hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_NODE_BINS))" "$(call kube_ldflags,$1)"
 endef
 define jobset_rule
 $(BIN)/jobset-$1/jobset: $(call jobset_mod,$1)/go.mod
@@ -37,8 +43,8 @@ $(foreach v,$(COMPAT_JOBSET_VERSIONS),$(eval $(call jobset_rule,$v)))
 $(ETCD_DIR)/etcd: tools/etcd/go.mod
 	hack/build-tool.sh tools/etcd $@ go.etcd.io/etcd/server/v3 \
 		"-X go.etcd.io/etcd/api/v3/version.GitSHA=$(ETCD_VERSION)"
-$(KWOK_DIR)/%: tools/kwok/go.mod
-	hack/build-tool.sh tools/kwok $@ sigs.k8s.io/kwok/cmd/$* \
+$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl &: tools/kwok/go.mod
+	hack/build-tool.sh tools/kwok $(KWOK_DIR)/ "sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl" \
 		"-X sigs.k8s.io/kwok/pkg/consts.Version=$(patsubst v%,%,$(KWOK_VERSION))"
 $(HELM_DIR)/helm: tools/helm/go.mod
 	hack/build-tool.sh tools/helm $@ helm.sh/helm/v4/cmd/helm
@@ -88,8 +94,9 @@ $(TRAINER_DIR)/.stamp: $(TRAINER_DIR)/trainer-controller-manager
 # cloud service discoveries (AWS, Azure, GCE, Kubernetes, ...) were most of a cold build.
 PROMETHEUS_DIR := $(BIN)/prometheus-$(PROMETHEUS_VERSION)-nosd
 PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.16.0
-$(PROMETHEUS_DIR)/%: tools/prometheus/go.mod
-	GOFLAGS=-tags=remove_all_sd hack/build-tool.sh tools/prometheus $@ github.com/prometheus/prometheus/cmd/$* "$(PROMETHEUS_LDFLAGS)"
+$(PROMETHEUS_DIR)/prometheus $(PROMETHEUS_DIR)/promtool &: tools/prometheus/go.mod
+	GOFLAGS="$$GOFLAGS -tags=remove_all_sd" hack/build-tool.sh tools/prometheus $(PROMETHEUS_DIR)/ \
+		"github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool" "$(PROMETHEUS_LDFLAGS)"
 # The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, from its module (make
 # chart-verify applies them to the testbed to dry-run the chart's monitoring objects).
 PROMETHEUS_CRDS := $(BIN)/prometheus-operator-crds-$(PROMETHEUS_OPERATOR_VERSION)
@@ -109,14 +116,15 @@ $(KIND): tools/kind/go.mod
 $(KO): tools/ko/go.mod
 	hack/build-tool.sh tools/ko $@ github.com/google/ko
 # The kind node image (make kind-image): containerd, the node's Kubernetes binaries and pause.
-$(CONTAINERD_DIR)/%: tools/containerd/go.mod
-	hack/build-tool.sh tools/containerd $@ github.com/containerd/containerd/v2/cmd/$* \
+CONTAINERD_BINS := containerd containerd-shim-runc-v2 ctr
+$(addprefix $(CONTAINERD_DIR)/,$(CONTAINERD_BINS)) &: tools/containerd/go.mod
+	hack/build-tool.sh tools/containerd $(CONTAINERD_DIR)/ "$(addprefix github.com/containerd/containerd/v2/cmd/,$(CONTAINERD_BINS))" \
 		"-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)"
 $(CONTAINERD_DIR)/crictl: tools/crictl/go.mod
 	hack/build-tool.sh tools/crictl $@ sigs.k8s.io/cri-tools/cmd/crictl \
 		"-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)"
-KIND_NODE_BINS := $(addprefix $(BIN)/kube-$(KUBE_VERSION)/,$(KUBE_BINS) kubelet kubeadm kube-proxy) \
-	$(addprefix $(CONTAINERD_DIR)/,containerd containerd-shim-runc-v2 ctr crictl) $(ETCD_DIR)/etcd $(BIN)/pause
+KIND_NODE_BINS := $(addprefix $(BIN)/kube-$(KUBE_VERSION)/,$(KUBE_BINS) $(KUBE_NODE_BINS)) \
+	$(addprefix $(CONTAINERD_DIR)/,$(CONTAINERD_BINS) crictl) $(ETCD_DIR)/etcd $(BIN)/pause
 $(BIN)/pause: e2e/kindbed/images/pause/main.go
 	cd e2e && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./kindbed/images/pause
 
