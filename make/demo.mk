@@ -4,9 +4,9 @@ DEMO_CLUSTER ?= testbed
 
 .PHONY: demo
 # Only what the demo runs is built before it starts, TOOL_JOBS builds at once; the rest of the
-# tools is built when a target first needs it.
+# tools (the gang schedulers included: make demo-gangs) is built when a target first needs it.
 demo: ## try: Start a testbed, run the controllers, apply examples/, show what they did
-	$(MAKE) --no-print-directory -j$(TOOL_JOBS) testbed-bins demo-own-bins
+	$(MAKE) --no-print-directory -j$(TOOL_JOBS) testbed-core-bins demo-own-bins
 	$(if $(filter kind,$(DEMO_CLUSTER)),$(MAKE) --no-print-directory kind-up-deps)
 	$(if $(filter kind,$(DEMO_CLUSTER)),$(KIND_ENV)) hack/demo.sh
 
@@ -14,6 +14,11 @@ demo: ## try: Start a testbed, run the controllers, apply examples/, show what t
 .PHONY: demo-own-bins
 demo-own-bins: build
 	$(MAKE) --no-print-directory $(TESTBEDCTL)
+
+.PHONY: demo-gangs
+demo-gangs: ## try: Add Volcano's and coscheduling's schedulers to make demo's testbed, run their examples
+	$(MAKE) --no-print-directory -j$(TOOL_JOBS) testbed-bins
+	hack/demo.sh gangs
 
 .PHONY: demo-down
 demo-down: $(TESTBEDCTL) ## try: Stop what make demo started

@@ -17,11 +17,13 @@ kube_ldflags = $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/ve
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$1)) -X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
 
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
-# testbed_bins KUBE,JOBSET: every binary a testbed of those versions runs.
-# The longest builds first: a parallel make (TOOL_JOBS) starts them first.
-testbed_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(SCHEDPLUGINS_DIR)/sp-scheduler \
-	$(VOLCANO_DIR)/vc-scheduler $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
+# testbed_core_bins KUBE,JOBSET: every binary a testbed of those versions runs, the longest
+# builds first (a parallel make, TOOL_JOBS, starts them first); GANG_BINS: the gang schedulers
+# beside it (testbedctl gang), built by testbed-bins, not by make demo before it starts.
+testbed_core_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
 	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(ETCD_DIR)/etcd
+GANG_BINS := $(SCHEDPLUGINS_DIR)/sp-scheduler $(VOLCANO_DIR)/vc-scheduler
+testbed_bins = $(call testbed_core_bins,$1,$2) $(GANG_BINS)
 TESTBED_BINS := $(call testbed_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 
 # One go build per group: the testbed's four (kube-apiserver, kube-controller-manager,
@@ -135,13 +137,20 @@ TESTBED := $(BIN)/testbed
 mod_dir = $(shell cd $1 && GOWORK=off go list -m -f '{{.Dir}}' $2)
 VOLCANO_SRC = $(call mod_dir,tools/volcano,volcano.sh/volcano)
 SCHEDPLUGINS_SRC = $(call mod_dir,$(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)),sigs.k8s.io/scheduler-plugins)
-# link_testbed DIR,KUBE,JOBSET: the recipe that fills DIR.
-link_testbed = hack/link-testbed.sh $1 $3 $(call mod_dir,$(call jobset_mod,$3),sigs.k8s.io/jobset) \
-	$(VOLCANO_SRC) $(SCHEDPLUGINS_SRC) $(call testbed_bins,$2,$3)
-TESTBED_STAMP := $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION)-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
+# link_testbed DIR,KUBE,JOBSET: the recipe that fills DIR with a testbed's binaries;
+# link_gang DIR: the one that adds the gang schedulers.
+link_testbed = hack/link-testbed.sh core $1 $3 $(call mod_dir,$(call jobset_mod,$3),sigs.k8s.io/jobset) \
+	$(call testbed_core_bins,$2,$3)
+link_gang = hack/link-testbed.sh gang $1 $(VOLCANO_SRC) $(SCHEDPLUGINS_SRC) $(GANG_BINS)
+TESTBED_CORE_STAMP := $(TESTBED)/.stamp-$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(JOBSET_VERSION)-$(HELM_VERSION)
+TESTBED_STAMP := $(TESTBED)/.stamp-gang-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
 
-$(TESTBED_STAMP): $(TESTBED_BINS)
+$(TESTBED_CORE_STAMP): $(call testbed_core_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 	$(call link_testbed,$(TESTBED),$(KUBE_VERSION),$(JOBSET_VERSION))
+	touch $@
+$(TESTBED_STAMP): $(TESTBED_CORE_STAMP) $(GANG_BINS)
+	rm -f $(TESTBED)/.stamp-gang-*
+	$(call link_gang,$(TESTBED))
 	touch $@
 
 COMPAT_STAMP = .stamp-$(ETCD_VERSION)-$(KWOK_VERSION)-$(HELM_VERSION)-$(VOLCANO_VERSION)-$(SCHEDPLUGINS_VERSION)
@@ -149,10 +158,12 @@ COMPAT_STAMPS := $(foreach c,$(COMPAT_COMBOS),$(BIN)/testbed-$c/$(COMPAT_STAMP))
 .SECONDEXPANSION:
 $(COMPAT_STAMPS): $(BIN)/testbed-%/$(COMPAT_STAMP): $$(call testbed_bins,$$(call kube_of,$$*),$$(call jobset_of,$$*))
 	$(call link_testbed,$(BIN)/testbed-$*,$(call kube_of,$*),$(call jobset_of,$*))
+	$(call link_gang,$(BIN)/testbed-$*)
 	touch $@
 
-.PHONY: testbed-bins
-testbed-bins: $(TESTBED_STAMP) ## tools: Build (once) every binary the testbed runs
+.PHONY: testbed-bins testbed-core-bins
+testbed-bins: $(TESTBED_STAMP) ## tools: Build (once) every binary the testbed runs, the gang schedulers included
+testbed-core-bins: $(TESTBED_CORE_STAMP) ## tools: Build (once) what a testbed runs, without the gang schedulers (make demo)
 
 # Kueue in bin/testbed beside the rest: the binary, and kueue-src, the directory of its module
 # source, from which the testbed takes Kueue's CRDs and webhook configurations when it starts it.
