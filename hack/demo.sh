@@ -14,6 +14,11 @@ MODE=${1:-demo}
 # The testbed's work directory: TESTBED_DIR (relative to the checkout) or .testbed.
 tbdir=${TESTBED_DIR:-.testbed}
 [[ $tbdir == /* ]] || tbdir=$ROOT/$tbdir
+# The testbed's knobs set for this run, for the commands it prints (make demo-down).
+tbenv=""
+for v in TESTBED_DIR TESTBED_NAME TESTBED_PORT_BASE; do
+	if [[ -n ${!v:-} ]]; then tbenv+="$v=${!v} "; fi
+done
 # The examples whose gangs need Volcano's or coscheduling's scheduler.
 gang_examples() { grep -lE 'podgroups.jobset-addons.io/scheduler: (volcano|coscheduling)' $(find examples -name '*.yaml' -not -path 'examples/tutorial/*' | sort); }
 have_gangs() { [[ -e bin/testbed/vc-scheduler && -e bin/testbed/sp-scheduler ]]; }
@@ -26,7 +31,7 @@ start_gangs() {
 
 if [[ $MODE == gangs ]]; then
 	export KUBECONFIG=$tbdir/kubeconfig
-	DOWN="make demo-down"
+	DOWN="${tbenv}make demo-down"
 	if ! "$K" get --raw /readyz >/dev/null 2>&1; then
 		echo "no testbed answers at $KUBECONFIG: run make demo first" >&2
 		exit 1
@@ -54,7 +59,7 @@ elif [[ ${DEMO_CLUSTER:-testbed} == kind ]]; then
 else
 	bin/testbedctl up
 	export KUBECONFIG=$tbdir/kubeconfig
-	DOWN="make demo-down"
+	DOWN="${tbenv}make demo-down"
 	gangs=no
 	if have_gangs; then gangs=yes && start_gangs; fi
 
