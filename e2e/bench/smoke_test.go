@@ -208,15 +208,17 @@ var smokeThresholds = []smokeThreshold{
 	{"podgroups: 300 PodGroups (coscheduling)", "rate", 0.6, "target 0.9; medians 1.31, 1.03, 1.07"},
 	{"podgroups: 300 Workloads", "rate", 0.5, "target 0.9; medians 0.91, 0.62, 0.87"},
 	{"podgroups: 300 Workloads", "cold", 0.4, "target 0.8; medians 0.78, 0.54, 0.75"},
-	// The peer pairs' first thresholds, from make bench ADDON=peers (docs/performance/peers.md)
-	// and two exploratory rounds, not yet from bench-smoke's own runs: a factor 3 under the
-	// lowest round seen.
-	{"peers: volumeclaims", "peer-time", 0.15, "target 1.0; rounds 0.45-1.46 to the last PVC (exploratory)"},
-	{"peers: volumeclaims", "peer-cpu", 0.15, "target 1.0; rounds 0.52-0.58 to the last pod bound (exploratory)"},
-	{"peers: resourceclaims", "peer-time", 3, "target 1.0; rounds 11.5-23.2 (the template's claims wait for the pods)"},
-	{"peers: resourceclaims", "peer-cpu", 0.35, "target 1.0; rounds 1.03-1.20 to the last pod bound"},
-	{"peers: podgroups", "peer-time", 1.2, "target 1.0; Kueue's time / ours: 5 rounds of 100 JobSets 2.36-4.39, 20 JobSets 5.0 (load 15-29); about half the lowest"},
-	{"peers: podgroups", "peer-cpu", 1.4, "target 1.0; Kueue's CPU per object / ours: 100 JobSets 2.9-4.2, 20 JobSets 4.6; about half the lowest"},
+	// The peer pairs': the lowest median of bench-smoke's first three runs (2026-11-28) divided
+	// by the larger of 2 and those runs' own spread (highest median over lowest), rounded down
+	// to 0.05: a regression of a factor 2, or of the spread where that is wider, fails it. Their
+	// ratios lie far above their target 1.0, so a threshold under the target would let a
+	// factor-5 regression pass.
+	{"peers: volumeclaims", "peer-time", 0.6, "target 1.0; medians 1.74, 4.95, 2.08 (spread 2.84)"},
+	{"peers: volumeclaims", "peer-cpu", 0.5, "target 1.0; medians 1.72, 5.88, 2.06 (spread 3.42)"},
+	{"peers: resourceclaims", "peer-time", 4.5, "target 1.0; medians 9.78, 10.8, 9.07 (spread 1.19)"},
+	{"peers: resourceclaims", "peer-cpu", 4.35, "target 1.0; medians 9.92, 14.4, 8.74 (spread 1.65)"},
+	{"peers: podgroups", "peer-time", 0.6, "target 1.0; Kueue's time / ours: medians 3.45, 1.46, 2.44 (spread 2.36)"},
+	{"peers: podgroups", "peer-cpu", 1.1, "target 1.0; Kueue's CPU per object / ours: medians 3.16, 2.25, 2.30 (spread 1.40)"},
 	{"sequencer: hand-off", "handoff", 3, "target 10x (p99); p50 of 9 runs 4.97x-49.7x (4.97x: ours 54 ms, upstream at its fastest, 268 ms); the lowest less 40%"},
 	{"sequencer: release", "release", 0.6, "target 0.9; medians 1.05 (2 rounds), 1.67, 0.74"},
 }
