@@ -6,6 +6,11 @@ MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/k
 TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
 	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
+# The wrapper modules pinned to go.work's versions of what they share with our code, with a
+# package each builds: their builds reuse what building ours compiled (hack/shared-deps-check.sh,
+# and the order-only prerequisite on our binaries in make/tools.mk).
+SHARED_DEPS_TOOLS := tools/jobset=sigs.k8s.io/jobset tools/jobset-e2e=sigs.k8s.io/jobset/test/e2e \
+	tools/kwok=sigs.k8s.io/kwok/cmd/kwok tools/helm=helm.sh/helm/v4/cmd/helm
 
 .PHONY: build
 CONTROLLER_BINS := $(addprefix $(BIN)/,$(CONTROLLERS))
@@ -35,6 +40,7 @@ verify: ## test: gofmt, go vet, go mod tidy, every module builds alone, docs, go
 	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	@hack/tidy-check.sh $(MODULES) $(TOOL_MODULES)
 	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
+	@hack/shared-deps-check.sh $(SHARED_DEPS_TOOLS)
 	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md
 	@hack/docs-lint.sh
 	@$(MAKE) --no-print-directory vulncheck

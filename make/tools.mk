@@ -35,8 +35,12 @@ $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) &: $(call kube_mod,$1)/go.mod
 $(addprefix $(BIN)/kube-$1/,$(KUBE_NODE_BINS)) &: $(call kube_mod,$1)/go.mod
 	hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_NODE_BINS))" "$(call kube_ldflags,$1)"
 endef
+# JobSet, kwok, helm and JobSet's e2e suite wait for our binaries (an order-only prerequisite):
+# their wrapper modules pin go.work's versions of the Kubernetes client packages and below
+# (SHARED_DEPS_TOOLS in make/build.mk), so they reuse what our build compiled rather than
+# compiling the same packages at the same time.
 define jobset_rule
-$(BIN)/jobset-$1/jobset: $(call jobset_mod,$1)/go.mod
+$(BIN)/jobset-$1/jobset: $(call jobset_mod,$1)/go.mod | build
 	hack/build-tool.sh $(call jobset_mod,$1) $$@ sigs.k8s.io/jobset \
 		"-X sigs.k8s.io/jobset/pkg/version.GitVersion=$1"
 endef
@@ -45,10 +49,10 @@ $(foreach v,$(COMPAT_JOBSET_VERSIONS),$(eval $(call jobset_rule,$v)))
 $(ETCD_DIR)/etcd: tools/etcd/go.mod
 	hack/build-tool.sh tools/etcd $@ go.etcd.io/etcd/server/v3 \
 		"-X go.etcd.io/etcd/api/v3/version.GitSHA=$(ETCD_VERSION)"
-$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl &: tools/kwok/go.mod
+$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl &: tools/kwok/go.mod | build
 	hack/build-tool.sh tools/kwok $(KWOK_DIR)/ "sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl" \
 		"-X sigs.k8s.io/kwok/pkg/consts.Version=$(patsubst v%,%,$(KWOK_VERSION))"
-$(HELM_DIR)/helm: tools/helm/go.mod
+$(HELM_DIR)/helm: tools/helm/go.mod | build
 	hack/build-tool.sh tools/helm $@ helm.sh/helm/v4/cmd/helm
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
 $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
@@ -73,7 +77,7 @@ $(KUEUE_DIR)/kueue: $(call kueue_mod,$(KUEUE_VERSION))/go.mod
 # Upstream JobSet's own e2e suite (test/e2e of its module), a test binary built from
 # tools/jobset-e2e, which pins the same JobSet as tools/jobset (make e2e SUITE=upstream).
 JOBSET_E2E := $(BIN)/jobset-e2e-$(JOBSET_VERSION)/e2e.test
-$(JOBSET_E2E): tools/jobset-e2e/go.mod
+$(JOBSET_E2E): tools/jobset-e2e/go.mod | build
 	@mkdir -p $(dir $@)
 	cd tools/jobset-e2e && GOWORK=off CGO_ENABLED=0 go test -c -trimpath -o $@.tmp sigs.k8s.io/jobset/test/e2e
 	mv $@.tmp $@
