@@ -21,8 +21,10 @@ const clockTick = 10 * time.Millisecond
 type cpuSampler struct {
 	names []string
 	pids  map[string][]int
-	stop  chan struct{}
-	done  chan struct{}
+	// lookedFor is when names no process runs were last looked for in /proc.
+	lookedFor time.Time
+	stop      chan struct{}
+	done      chan struct{}
 
 	mu      sync.Mutex
 	samples []cpuSample
@@ -33,9 +35,12 @@ type cpuSample struct {
 	used map[string]time.Duration
 }
 
-// sampleCPU starts sampling the processes whose comm is one of names; they must run already.
+// sampleCPU starts sampling the processes whose comm is one of names. A name that no process
+// has yet is looked for again every 100 ms (lookForMissing), so that a process started after
+// the sampling (a controller's cold start in the window) is counted, from its own start: its
+// /proc counters begin at zero.
 func sampleCPU(names ...string) *cpuSampler {
-	s := &cpuSampler{names: names, pids: commPIDs(names), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &cpuSampler{names: names, pids: commPIDs(names), lookedFor: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	s.sample()
 	go func() {
 		defer close(s.done)
@@ -58,6 +63,7 @@ func sampleCPU(names ...string) *cpuSampler {
 const machineCPU = "(all processes)"
 
 func (s *cpuSampler) sample() {
+	s.lookForMissing()
 	used := map[string]time.Duration{machineCPU: machineBusy()}
 	for name, pids := range s.pids {
 		for _, pid := range pids {
@@ -67,6 +73,24 @@ func (s *cpuSampler) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples = append(s.samples, cpuSample{at: time.Now(), used: used})
+}
+
+// lookForMissing looks in /proc, at most every 100 ms, for the names that no process had.
+// Only the sampling goroutine calls it (and sampleCPU before starting it).
+func (s *cpuSampler) lookForMissing() {
+	var missing []string
+	for _, name := range s.names {
+		if len(s.pids[name]) == 0 {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 || time.Since(s.lookedFor) < 100*time.Millisecond {
+		return
+	}
+	s.lookedFor = time.Now()
+	for name, pids := range commPIDs(missing) {
+		s.pids[name] = pids
+	}
 }
 
 // Stop ends the sampling.
