@@ -103,19 +103,20 @@ var runsAnHour = metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayA
 // dataMount is the volume data mounted by a container.
 var dataMount = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 
-// volumeClaimsPeers: per-pod PVCs of one JobSet (jobs Jobs x 10 pods) against a StatefulSet of
-// as many replicas (Parallel, one volumeClaimTemplate) and an Indexed Job of as many pods with
-// a generic ephemeral volume; smoke: 100 against the StatefulSet only.
+// volumeClaimsPeers: per-pod PVCs of one JobSet ($PEERS_VOLUMECLAIMS_JOBS Jobs, 200, x
+// $PEERS_VOLUMECLAIMS_PODS pods, 10) against a StatefulSet of as many replicas (Parallel, one
+// volumeClaimTemplate) and an Indexed Job of as many pods with a generic ephemeral volume;
+// smoke: 10 x 10 against the StatefulSet only.
 func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, smoke bool) []peerPair {
-	const perJob = 10
 	jobs := envIntOr("PEERS_VOLUMECLAIMS_JOBS", 200)
+	perJob := envIntOr("PEERS_VOLUMECLAIMS_PODS", 10)
 	if smoke {
-		jobs = 10
+		jobs, perJob = 10, 10
 	}
 	n := jobs * perJob
 	ours := peerSide{name: "volumeclaims (one JobSet)", procs: []string{"volumeclaims"}, run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 		js := addontest.JobSet(ns, "peers").ReplicatedJobs(
-			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(perJob).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
+			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(int32(perJob)).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
 		).Obj()
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
 		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return createRetrying(ctx, c, js) })
@@ -154,7 +155,7 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 			}
 			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, job) })
 		}}
-	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs", n), ours: ours, peers: []peerSide{statefulSet, ephemeral}}
+	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs (%d Jobs x %d pods)", n, jobs, perJob), ours: ours, peers: []peerSide{statefulSet, ephemeral}}
 	if smoke {
 		pair.peers = pair.peers[:1]
 	}
