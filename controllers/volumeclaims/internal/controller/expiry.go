@@ -57,7 +57,7 @@ func (e *Expiry) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims-expiry").
 		WatchesRawSource(addon.For(mgr, &corev1.PersistentVolumeClaim{}, hasExpiry)).
-		WatchesRawSource(addon.Watches(mgr, &jobsetv1alpha2.JobSet{}, handler.EnqueueRequestsFromMapFunc(e.claimsOfJobSet))).
+		WatchesRawSource(addon.Watches(mgr, &jobsetv1alpha2.JobSet{}, handler.EnqueueRequestsFromMapFunc(e.claimsOfJobSet), jobSetChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(e))
 }

@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims").
-		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies())).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies(), jobSetChanged)).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim), claimChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))

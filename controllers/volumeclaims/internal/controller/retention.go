@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -16,6 +19,13 @@ type state struct {
 	// succeeded: ReplicatedJobs all of whose Jobs succeeded.
 	succeeded sets.Set[string]
 }
+
+// jobSetChanged passes the JobSet updates that change what the reconciler or the expiry goes
+// by (addon.ChangesOf): of the status, only stateOf, which covers finished (expiry).
+var jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
+	st := stateOf(js)
+	return fmt.Sprint(st.completed, st.failed, sets.List(st.succeeded))
+})
 
 func stateOf(js *jobsetv1alpha2.JobSet) state {
 	st := state{
