@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -74,12 +75,25 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("resourceclaims").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return HasTemplates(o.(*jobsetv1alpha2.JobSet))
-		}))).
-		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobHasTemplates)).
-		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
+		}), jobSetChanged)).
+		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobHasTemplates, jobChanged)).
+		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), claimChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
 }
+
+// What a reconcile reads of the status of the JobSet (finished, its restarts: the attempt its
+// Jobs' claims are named for) and of its Jobs (finished); of its claims, nothing but their
+// metadata (addon.ChangesOf). The scheduler's and kube-controller-manager's writes of a
+// claim's allocation and reservations, the Job controller's of a Job's pod counts and
+// JobSet's of its Jobs' counts bring no reconcile.
+var (
+	jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
+		return fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
+	})
+	jobChanged   = addon.ChangesOf(func(job *batchv1.Job) string { return fmt.Sprint(claims.Finished(job)) })
+	claimChanged = addon.ChangesOf[*resourcev1.ResourceClaim](nil)
+)
 
 // HasTemplates tells whether a ReplicatedJob of js carries the templates annotation.
 func HasTemplates(js *jobsetv1alpha2.JobSet) bool {
