@@ -125,7 +125,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroups").
-		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
+		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses, jobSetChanged)).
 		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, s := range slices.Sorted(maps.Keys(r.Installed)) {
@@ -138,6 +138,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	return b.Complete(addon.Busy(r))
 }
+
+// jobSetChanged passes the JobSet updates that change what a reconcile reads (addon.ChangesOf):
+// of its status, whether it finished and its restarts (a PodGroup's claims are the Jobs' of
+// the current attempt). Not JobSet's writes of its Jobs' counts.
+var jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
+	return fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
+})
 
 // jobChanged passes a Job's creation, deletion, and the changes that can end a stage: its
 // conditions. Status counters of running Jobs are not needed.
