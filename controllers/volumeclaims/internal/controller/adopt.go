@@ -16,11 +16,18 @@ import (
 // of the same name left it (fromEarlier): an owner reference to js for whenDeleted Delete; the
 // JobSet's UID and the time it took the PVC, which restarts the expiry clock
 // (contract.VolumeClaimExpiry); and the expiry of js's policy, which from now on is the one
-// that counts. Nothing is written when all of that is there already.
-func (r *Reconciler) adopt(ctx context.Context, js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim) (fromEarlier bool, err error) {
-	fromEarlier = pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID)
-	before := pvc.DeepCopy()
-	if c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(pvc, js) {
+// that counts. Nothing is written, or copied, when all of that is there already: cached is
+// the cache's object, which adopt never changes.
+func (r *Reconciler) adopt(ctx context.Context, js *jobsetv1alpha2.JobSet, c policy.Claim, cached *corev1.PersistentVolumeClaim) (fromEarlier bool, err error) {
+	fromEarlier = cached.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID)
+	owner := c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(cached, js)
+	expiry, expires := policy.ExpiryAnnotation(c.Retention)
+	if v, ok := cached.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey]; !fromEarlier && !owner && ok == expires && v == expiry {
+		return false, nil // cached is the cache's own: read, never written
+	}
+	before := cached.DeepCopy()
+	pvc := before.DeepCopy()
+	if owner {
 		pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
 	}
 	if pvc.Annotations == nil {
@@ -31,8 +38,8 @@ func (r *Reconciler) adopt(ctx context.Context, js *jobsetv1alpha2.JobSet, c pol
 		pvc.Annotations[contract.VolumeClaimClaimedAtAnnotationKey] = time.Now().UTC().Format(time.RFC3339)
 		delete(pvc.Annotations, contract.VolumeClaimUnusedSinceAnnotationKey)
 	}
-	if v, ok := policy.ExpiryAnnotation(c.Retention); ok {
-		pvc.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey] = v
+	if expires {
+		pvc.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey] = expiry
 	} else {
 		delete(pvc.Annotations, contract.VolumeClaimExpireAfterUnusedAnnotationKey)
 	}

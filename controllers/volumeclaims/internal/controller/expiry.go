@@ -67,7 +67,7 @@ func (e *Expiry) claimsOfJobSet(ctx context.Context, o client.Object) []reconcil
 	var list corev1.PersistentVolumeClaimList
 	if err := e.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{
 		contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: o.GetName(),
-	}); err != nil {
+	}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

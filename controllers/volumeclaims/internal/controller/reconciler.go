@@ -129,10 +129,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// then still pending.
 	made := r.made.PendingNow()
 	var owned corev1.PersistentVolumeClaimList
+	// The cache's own objects, not copies (a reconcile of a JobSet of 2,000 PVCs copied them
+	// all): read only; adopt copies the few it writes.
 	if err := r.Client.List(ctx, &owned, client.InNamespace(js.Namespace), client.MatchingLabels{
 		contract.ManagedByLabelKey:  contract.VolumeClaimsManagedByValue,
 		contract.JobSetNameLabelKey: js.Name,
-	}); err != nil {
+	}, client.UnsafeDisableDeepCopy); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
 		return ctrl.Result{}, fmt.Errorf("listing PVCs: %w", err)
 	}
