@@ -82,14 +82,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Complete(addon.Busy(r))
 }
 
-// What a reconcile reads of the status of the JobSet (finished, its restarts: the attempt its
-// Jobs' claims are named for) and of its Jobs (finished); of its claims, nothing but their
-// metadata (addon.ChangesOf). The scheduler's and kube-controller-manager's writes of a
-// claim's allocation and reservations, the Job controller's of a Job's pod counts and
-// JobSet's of its Jobs' counts bring no reconcile.
+// What a reconcile reads (addon.ChangesOf): of the JobSet's status, whether it finished and its
+// restarts (the attempt its Jobs' claims are named for); of its spec, its ReplicatedJobs'
+// templates and replicas; of its Jobs' status, whether they finished; of its claims, nothing
+// but their metadata. The scheduler's and kube-controller-manager's writes of a claim's
+// allocation and reservations, the Job controller's of a Job's pod counts and JobSet's of its
+// Jobs' counts bring no reconcile.
 var (
 	jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
-		return fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
+		state := fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
+		// and the templates and replicas, however the spec changed: a spec written straight
+		// to etcd, past the API server, keeps its generation.
+		for _, rj := range js.Spec.ReplicatedJobs {
+			state += fmt.Sprintf("\x00%s\x00%d\x00%s", rj.Name, rj.Replicas, rj.Template.Annotations[contract.TemplatesAnnotationKey])
+		}
+		return state
 	})
 	jobChanged   = addon.ChangesOf(func(job *batchv1.Job) string { return fmt.Sprint(claims.Finished(job)) })
 	claimChanged = addon.ChangesOf[*resourcev1.ResourceClaim](nil)
