@@ -59,6 +59,12 @@ func Finished(js *jobsetv1alpha2.JobSet) bool {
 		apimeta.IsStatusConditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
 }
 
+// RunState is what an add-on that follows a JobSet's run reads of its status, as a string for
+// addon.ChangesOf: whether it finished, and its restarts (the attempt its Jobs are of).
+func RunState(js *jobsetv1alpha2.JobSet) string {
+	return strconv.FormatBool(Finished(js)) + "/" + strconv.Itoa(int(js.Status.Restarts))
+}
+
 // AttemptOf is the JobSet restart attempt of a Job or Pod (its restart-attempt label), or -1.
 func AttemptOf(labels map[string]string) int32 {
 	n, err := strconv.ParseInt(labels[contract.RestartAttemptLabelKey], 10, 32)

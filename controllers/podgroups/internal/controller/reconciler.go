@@ -142,9 +142,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 // jobSetChanged passes the JobSet updates that change what a reconcile reads (addon.ChangesOf):
 // of its status, whether it finished and its restarts (a PodGroup's claims are the Jobs' of
 // the current attempt). Not JobSet's writes of its Jobs' counts.
-var jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
-	return fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
-})
+var jobSetChanged = addon.ChangesOf(jobsets.RunState)
 
 // jobChanged passes a Job's creation, deletion, and the changes that can end a stage: its
 // conditions. Status counters of running Jobs are not needed.

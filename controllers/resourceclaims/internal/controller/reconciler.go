@@ -90,7 +90,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 // Jobs' counts bring no reconcile.
 var (
 	jobSetChanged = addon.ChangesOf(func(js *jobsetv1alpha2.JobSet) string {
-		state := fmt.Sprint(jobsets.Finished(js), js.Status.Restarts)
+		state := jobsets.RunState(js)
 		// and the templates and replicas, however the spec changed: a spec written straight
 		// to etcd, past the API server, keeps its generation.
 		for _, rj := range js.Spec.ReplicatedJobs {
