@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -94,19 +95,18 @@ func BenchmarkSmoke(b *testing.B) {
 			if !strings.HasPrefix(p.name, t.part) {
 				continue
 			}
-			got := -1.0
+			got, found := math.NaN(), false
 			for _, r := range rows {
 				if r.key == t.key {
-					got = r.value
+					got, found = r.value, true
 					break
 				}
 			}
-			status := "ok"
-			if got < t.min {
-				status = "BELOW"
-				b.Errorf("%s: %s ratio %.2f, below its threshold %.2f (%s)", p.name, t.key, got, t.min, t.from)
+			status, bound := t.judge(got, found)
+			if status == "BELOW" || status == "ABOVE" || status == "MISSING" {
+				b.Errorf("%s: %s %.3g, %s its bound %s (%s)", p.name, t.key, got, strings.ToLower(status), bound, t.from)
 			}
-			checks = append(checks, row{what: p.name + ": " + t.key, ours: fmt.Sprintf("%.2f", got), baseline: fmt.Sprintf(">= %.2f", t.min), ratio: status, target: t.from})
+			checks = append(checks, row{what: p.name + ": " + t.key, ours: fmt.Sprintf("%.2f", got), baseline: bound, ratio: status, target: t.from})
 		}
 	}
 	beforeRounds = nil
@@ -185,42 +185,73 @@ func thresholdOf(part, key string) float64 {
 	panic("no bench-smoke threshold for " + part + " " + key)
 }
 
-// smokeThreshold: the ratio key of part's rows must be at least min. from says where min comes
-// from: the target, less the noise measured in bench-smoke's own runs (docs/scale.md, *bench-smoke*).
+// smokeThreshold: the value of part's row key must be at least min (a ratio of ours against
+// a baseline of our own making, in the same run), or at most max (our own latency, in seconds, or
+// a count that must stay 0); one of the two is set. A report-only entry (report set) is printed
+// beside the checked ones and never fails: its baseline is a peer's speed (upstream JobSet,
+// a StatefulSet, a ResourceClaimTemplate, Kueue), which moves with the machine and its load
+// independently of ours, so it says nothing about a regression of ours. from says where the
+// bound comes from (docs/performance/scale.md, *bench-smoke*).
 type smokeThreshold struct {
 	part, key string
-	min       float64
+	min, max  float64
+	report    bool
 	from      string
 }
 
-// smokeThresholds: each the lowest median bench-smoke gave in its first three runs, less 0.1,
-// and at most its target less 0.3, rounded down to 0.05 (the hand-off's: 3x, the lowest p50 of
-// nine runs less 40 %; docs/scale.md).
+// judge returns the row's status in the checked table ("ok", "BELOW", "ABOVE", "MISSING" or
+// "reported") and the bound as printed.
+func (t smokeThreshold) judge(got float64, found bool) (status, bound string) {
+	switch {
+	case t.report:
+		return "reported", "-"
+	case t.max > 0 || t.min == 0:
+		bound = fmt.Sprintf("<= %.2f", t.max)
+	default:
+		bound = fmt.Sprintf(">= %.2f", t.min)
+	}
+	switch {
+	case !found || math.IsNaN(got):
+		return "MISSING", bound
+	case strings.HasPrefix(bound, "<=") && got > t.max:
+		return "ABOVE", bound
+	case strings.HasPrefix(bound, ">=") && got < t.min:
+		return "BELOW", bound
+	}
+	return "ok", bound
+}
+
+// smokeThresholds: each ratio's minimum is the lowest median bench-smoke gave in its first three
+// runs, less 0.1, and at most its target less 0.3, rounded down to 0.05.
 // The runs were on the 2-core machine shared with four other sessions' builds (load average 13
 // to 25 in the first two, 7 to 12 in the third): that load moved single rounds of one ratio
 // from 0.36 to 2.18, and medians of 3 from 0.43 to 1.31 (docs/scale.md, *bench-smoke*). A
 // regression of the order of a factor 2 fails it.
 var smokeThresholds = []smokeThreshold{
-	{"volumeclaims", "rate", 0.55, "target 0.9; medians 1.76, 0.66, 1.59 (one round)"},
-	{"resourceclaims", "rate", 0.55, "target 0.9; medians 0.95, 0.67, 0.93"},
-	{"resourceclaims", "cold", 0.5, "target 0.8; medians 0.80, 0.60, 0.77"},
-	{"podgroups: 300 PodGroups (volcano)", "rate", 0.3, "target 0.9; medians 0.63, 0.55, 0.43"},
-	{"podgroups: 300 PodGroups (coscheduling)", "rate", 0.6, "target 0.9; medians 1.31, 1.03, 1.07"},
-	{"podgroups: 300 Workloads", "rate", 0.5, "target 0.9; medians 0.91, 0.62, 0.87"},
-	{"podgroups: 300 Workloads", "cold", 0.4, "target 0.8; medians 0.78, 0.54, 0.75"},
-	// The peer pairs': the lowest median of bench-smoke's first three runs (2026-11-28) divided
-	// by the larger of 2 and those runs' own spread (highest median over lowest), rounded down
-	// to 0.05: a regression of a factor 2, or of the spread where that is wider, fails it. Their
-	// ratios lie far above their target 1.0, so a threshold under the target would let a
-	// factor-5 regression pass.
-	{"peers: volumeclaims", "peer-time", 0.6, "target 1.0; medians 1.74, 4.95, 2.08 (spread 2.84)"},
-	{"peers: volumeclaims", "peer-cpu", 0.5, "target 1.0; medians 1.72, 5.88, 2.06 (spread 3.42)"},
-	{"peers: resourceclaims", "peer-time", 4.5, "target 1.0; medians 9.78, 10.8, 9.07 (spread 1.19)"},
-	{"peers: resourceclaims", "peer-cpu", 4.35, "target 1.0; medians 9.92, 14.4, 8.74 (spread 1.65)"},
-	{"peers: podgroups", "peer-time", 0.6, "target 1.0; Kueue's time / ours: medians 3.45, 1.46, 2.44 (spread 2.36)"},
-	{"peers: podgroups", "peer-cpu", 1.1, "target 1.0; Kueue's CPU per object / ours: medians 3.16, 2.25, 2.30 (spread 1.40)"},
-	{"sequencer: hand-off", "handoff", 3, "target 10x (p99); p50 of 9 runs 4.97x-49.7x (4.97x: ours 54 ms, upstream at its fastest, 268 ms); the lowest less 40%"},
-	{"sequencer: release", "release", 0.6, "target 0.9; medians 1.05 (2 rounds), 1.67, 0.74"},
+	{part: "volumeclaims", key: "rate", min: 0.55, from: "target 0.9; medians 1.76, 0.66, 1.59 (one round)"},
+	{part: "resourceclaims", key: "rate", min: 0.55, from: "target 0.9; medians 0.95, 0.67, 0.93"},
+	{part: "resourceclaims", key: "cold", min: 0.5, from: "target 0.8; medians 0.80, 0.60, 0.77"},
+	{part: "podgroups: 300 PodGroups (volcano)", key: "rate", min: 0.3, from: "target 0.9; medians 0.63, 0.55, 0.43"},
+	{part: "podgroups: 300 PodGroups (coscheduling)", key: "rate", min: 0.6, from: "target 0.9; medians 1.31, 1.03, 1.07"},
+	{part: "podgroups: 300 Workloads", key: "rate", min: 0.5, from: "target 0.9; medians 0.91, 0.62, 0.87"},
+	{part: "podgroups: 300 Workloads", key: "cold", min: 0.4, from: "target 0.8; medians 0.78, 0.54, 0.75"},
+	// The peer pairs and the hand-off against upstream: reported, not checked (their baseline
+	// is a peer's speed). Their figures over runs: docs/performance/scale.md.
+	{part: "peers: volumeclaims", key: "peer-time", report: true, from: "target 1.0 (the StatefulSet's time / ours)"},
+	{part: "peers: volumeclaims", key: "peer-cpu", report: true, from: "target 1.0 (the StatefulSet's CPU per PVC / ours)"},
+	{part: "peers: resourceclaims", key: "peer-time", report: true, from: "target 1.0 (the template's time / ours)"},
+	{part: "peers: resourceclaims", key: "peer-cpu", report: true, from: "target 1.0 (the template's CPU per claim / ours)"},
+	{part: "peers: podgroups", key: "peer-time", report: true, from: "target 1.0 (Kueue's time / ours)"},
+	{part: "peers: podgroups", key: "peer-cpu", report: true, from: "target 1.0 (Kueue's CPU per object / ours)"},
+	{part: "sequencer: hand-off", key: "handoff", report: true, from: "target 10x (p99) against upstream dependsOn"},
+	// The sequencer's own part of the hand-off, from a stage's Complete (as the bench's watch saw
+	// it) to the last gate of the next stage lifted: p50 23 to 39 ms and p99 under 100 ms on a
+	// quiet machine, 82 to 113 ms (first gate) at load 7 to 25. One second is the hand-off's whole
+	// target (300 ms) more than three times over; a lost watch or a fall-back to the periodic
+	// resync, the regressions it catches, take 10 s and more.
+	{part: "sequencer: hand-off", key: "lifted-p99", max: 1.0, from: "target 0.3 s for the whole hand-off (p99)"},
+	{part: "sequencer: hand-off", key: "handoff-missing", max: 0, from: "every stage of every chain runs"},
+	{part: "sequencer: release", key: "release", min: 0.6, from: "target 0.9; medians 1.05 (2 rounds), 1.67, 0.74"},
 }
 
 // namespaceNames are the names of the namespaces there now.
