@@ -1,13 +1,20 @@
-# The tests: make test (everything CI runs, hack/test.sh), unit, fuzz, the chart's checks, and
-# make e2e, every e2e suite of e2e/ on the testbed (the kind suite: make/kind.mk).
+# The tests: make test (before every push) and make test-all (everything CI runs), both
+# hack/test.sh; unit, fuzz, the chart's checks, and make e2e, every e2e suite of e2e/ on the
+# testbed (the kind suite: make/kind.mk).
 GO_TEST_FLAGS ?= -count=1
 export KUBEBUILDER_ASSETS := $(BIN)/testbed
 # Where the observability suite finds prometheus and promtool.
 export PROMETHEUS_BIN_DIR := $(PROMETHEUS_DIR)
 
-.PHONY: test
-test: ## test: Everything CI runs (hack/test.sh): verify, unit, e2e, charts, bench-smoke, kind
+.PHONY: test test-all
+test: ## test: Before every push: verify, unit and integration, the four add-ons' e2e suites (reduced)
 	hack/test.sh
+test-all: ## test: Everything CI runs: make test, then every other suite, upstream's e2e, charts, bench-smoke, kind
+	hack/test.sh all
+
+# The suites make test runs (make e2e-quick), reduced as make e2e reduces them: the four add-ons'
+# and the testbed's own (the tutorial, the examples, the four together).
+QUICK_SUITES := volumeclaims resourceclaims sequencer podgroups testbed
 
 # make e2e: the suites of e2e/suites (e2e/README.md) on the testbed, on the one of KUBECONFIG
 # when it is set, else each on one it starts for the run.
@@ -74,8 +81,11 @@ e2e_run.upstream      = hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go ru
 e2e_run.compat        = cd e2e && GOWORK=off go run ./cmd/compat -out $(ROOT)/docs/compatibility.md \
 	-command "$(if $(TESTBED_PORT_BASE),TESTBED_PORT_BASE=$(TESTBED_PORT_BASE) )make e2e SUITE=compat" $(COMPAT_COMBOS)
 e2e_run.kind          = $(MAKE) --no-print-directory e2e-kind
-# Without SUITE.
-e2e_run_reduced = $(e2e_test) -p 1 -timeout 30m -v -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$' $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster) $(summary)
+# Without SUITE; E2E_EXCLUDE_QUICK=1 (make test-all, after make e2e-quick): without QUICK_SUITES.
+E2E_EXCLUDE_QUICK ?=
+e2e_reduced_skip = -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$'
+e2e_run_reduced = $(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster \
+	$(if $(E2E_EXCLUDE_QUICK),$(foreach s,$(QUICK_SUITES),-e /suites/$s$$))) $(summary)
 
 comma := ,
 SUITES := $(subst $(comma), ,$(SUITE))
@@ -93,10 +103,12 @@ endef
 e2e: $(if $(SUITES),$(foreach s,$(SUITES),$(call e2e_needs,$s)),testbed-bins kueue-bins trainer-bins prometheus-bins) build ## test: The e2e suites on the testbed, reduced; SUITE=name,...: those in full
 	$(if $(SUITES),$(foreach s,$(SUITES),$(call e2e_run,$s)$(nl)),$(e2e_run_reduced))
 
+.PHONY: e2e-quick
+e2e-quick: testbed-bins build ## test: The e2e suites make test runs (QUICK_SUITES), reduced
+	$(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $(foreach s,$(QUICK_SUITES),./suites/$s/) $(summary)
+
 .PHONY: unit
-unit: testbed-bins $(PROMETHEUS_DIR)/promtool ## test: Unit and integration tests of every module; promtool on the alerts
-	$(PROMETHEUS_DIR)/promtool check rules charts/jobset-addons/files/alerts.yaml
-	$(PROMETHEUS_DIR)/promtool test rules charts/jobset-addons/tests/promtool/alerts_test.yaml
+unit: testbed-bins ## test: Unit and integration tests of every module
 	@for m in $(filter-out e2e,$(MODULES)) charts/jobset-addons/tests hack/release; do (cd $$m && GOWORK=off go test $(GO_TEST_FLAGS) ./...) || exit 1; done
 	@# The e2e module's own unit tests (kind's images and JobSet's gates there, the compat table,
 	@# the testbed's metrics parsing, the knobs table of e2e/README.md against the code): the rest
@@ -109,5 +121,7 @@ fuzz: ## test: Every fuzz target (contract parsers, webhooks' decoding) for FUZZ
 FUZZTIME ?= 5m
 
 .PHONY: chart-verify
-chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm $(PROMETHEUS_CRDS)/.stamp ## test: helm lint, render every toggle combination, server-side dry-run on the testbed
+chart-verify: testbed-bins $(TESTBEDCTL) $(HELM_DIR)/helm $(PROMETHEUS_CRDS)/.stamp $(PROMETHEUS_DIR)/promtool ## test: helm lint, render every toggle combination, server-side dry-run on the testbed; promtool on the alerts
+	$(PROMETHEUS_DIR)/promtool check rules charts/jobset-addons/files/alerts.yaml
+	$(PROMETHEUS_DIR)/promtool test rules charts/jobset-addons/tests/promtool/alerts_test.yaml
 	hack/with-testbed.sh env HELM=$(HELM_DIR)/helm KUBECTL=$(TESTBED)/kubectl PROMETHEUS_CRDS=$(PROMETHEUS_CRDS) hack/chart-verify.sh
