@@ -18,13 +18,13 @@ import (
 // DefaultForgetEvery is how often ForgetGone looks for objects that are gone.
 const DefaultForgetEvery = 10 * time.Minute
 
-// ForgetGone has what told remembers about objects that are gone forgotten, every every: a
-// JobSet deleted while the controller was down, or whose deletion it never saw (the reconcile
-// that finds it not found knows its name, not its UID), would otherwise be remembered for as
-// long as the process lives. The objects alive are those of kinds (lists of the kinds told
-// keys by UID: JobSets, and Jobs where it keys Jobs) in the manager's cache, which already
-// holds them; Told.Prune forgets an object gone at two lists in a row. It runs on the leader,
-// the replica whose reconcilers tell.
+// ForgetGone makes told forget, once every `every`, what it remembers about objects that are
+// gone. Without it, a JobSet deleted while the controller was down, or whose deletion it never
+// saw (the reconcile that finds it not found knows its name, not its UID), would be remembered
+// for as long as the process lives. The objects still alive are those of kinds (the lists of
+// the kinds whose UIDs told keys on: JobSets, and Jobs where it keys Jobs) in the manager's
+// cache, which holds them already; Told.Prune forgets an object missing from two lists in a
+// row. It runs on the leader, the replica whose reconcilers tell.
 func ForgetGone(mgr manager.Manager, every time.Duration, told *Told, kinds ...client.ObjectList) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		wait.UntilWithContext(ctx, func(ctx context.Context) {
