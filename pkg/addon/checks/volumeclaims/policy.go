@@ -172,6 +172,18 @@ func (c Claim) Labels(jobSet string) map[string]string {
 	return l
 }
 
+// Identity is what makes a PVC of c's name js's (contract.Identity.Of): the add-on's labels
+// naming js and c's template, ReplicatedJob and indexes, and js's UID.
+func (c Claim) Identity(js *jobsetv1alpha2.JobSet) contract.Identity {
+	labels := c.Labels(js.Name)
+	delete(labels, contract.ManagedByLabelKey)
+	delete(labels, contract.JobSetNameLabelKey)
+	return contract.Identity{
+		ManagedBy: contract.VolumeClaimsManagedByValue, JobSet: js.Name, UID: js.UID,
+		UIDKey: contract.VolumeClaimJobSetUIDAnnotationKey, Labels: labels, Parts: contract.VolumeClaimPartLabelKeys,
+	}
+}
+
 // OwnerReference makes js the owner of a PVC, so that the garbage collector deletes the PVC
 // with js. It is not a controller reference: a reused PVC may have other owners.
 func OwnerReference(js *jobsetv1alpha2.JobSet) metav1.OwnerReference {
