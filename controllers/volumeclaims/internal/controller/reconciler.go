@@ -281,6 +281,9 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		pvc := existing[c.Name]
+		if c.Identity(js).Of(pvc) == contract.Foreign {
+			return // another part's of a JobSet of this name: ensure told it
+		}
 		// The list only holds PVCs with the add-on's managed-by label and this JobSet's name:
 		// a user's PVC of the same name is never among them. The UID precondition makes sure
 		// the PVC deleted is the one looked at.
