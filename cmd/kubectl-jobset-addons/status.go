@@ -128,6 +128,7 @@ func Status(ctx context.Context, c client.Client, ns, name string, events int, o
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	told(w, evs, "Refused by the API server (not made; the pods that need them wait, or are not created)", refusedReasons)
 	told(w, evs, "Blocked (the pods that wait can never all be there until this is fixed)", blockedReasons)
+	told(w, evs, "Names another JobSet holds (never used for this one; rename, or delete that object)", takenReasons)
 	evs = evs[max(0, len(evs)-events):]
 	section(w, fmt.Sprintf("Last %d Events", events))
 	rows(w, "AGE\tTYPE\tREASON\tMESSAGE", len(evs), func(i int) string {
@@ -351,6 +352,11 @@ func section(w io.Writer, title string) { fmt.Fprintf(w, "\n%s\n", title) }
 // because of what an add-on put in them (PodsRefused: a PVC of volumeclaims, a claim of
 // resourceclaims, the sequencer's start barrier container).
 var refusedReasons = []string{"VolumeClaimsRefused", "ResourceClaimsRefused", "PodGroupsRefused", "PodsRefused"}
+
+// takenReasons are the reasons of the Warnings an add-on emits when an object of a name it makes
+// for the JobSet exists and is another JobSet's (names are joined with "-"): it is neither used
+// nor changed, and what needs it waits (VolumeClaimNameTaken) or goes without it.
+var takenReasons = []string{"VolumeClaimNameTaken", "ResourceClaimNameTaken", "PodGroupNameTaken", "WorkloadNameTaken"}
 
 // blockedReasons are the reasons of the Warnings the sequencer gives when a start barrier cannot
 // open because a pod of it is stuck before it (its ReasonBarrierBlocked).

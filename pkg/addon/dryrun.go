@@ -25,6 +25,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Verdict is what the answer to a create (a dry run at admission, or the real one later) says
@@ -144,6 +146,38 @@ type DryRun struct {
 	// template. An object whose Key was accepted less than DryRunner.Remember ago is not
 	// dry-run again.
 	Key string
+	// Identity, when set, says whose an existing object of the name may be (contract.Identity.Of):
+	// a create that collides (AlreadyExists) with one that is another JobSet's (Foreign) is a
+	// refusal naming that JobSet, whatever the dry run of the object itself says; one that is
+	// this JobSet's, retained by an earlier JobSet of its name for the same part, or a user's
+	// (Unmanaged) is accepted. Without it, a collision is accepted.
+	Identity *contract.Identity
+}
+
+// takenError is a create's answer when the name is another JobSet's (DryRun.Identity).
+type takenError struct {
+	what, holder string
+}
+
+func (e *takenError) Error() string {
+	return fmt.Sprintf("%s exists and was made for %s, not for this JobSet (names are joined with \"-\", so two JobSets can give the same one): rename the JobSet, the ReplicatedJob or the template, or delete it if its data is not needed",
+		e.what, e.holder)
+}
+
+// taken reads the existing object of obj's name and tells whether it is another JobSet's
+// (a *takenError) by id; nil when it is not, or is gone.
+func (d *DryRunner) taken(ctx context.Context, what string, obj client.Object, id *contract.Identity) error {
+	existing, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", obj)
+	}
+	if err := d.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if id.Of(existing) == contract.Foreign {
+		return &takenError{what: what, holder: id.Holder(existing)}
+	}
+	return nil
 }
 
 // TemplateKey is a DryRun.Key: a SHA-256 (hex) of the namespace and the template's labels,
@@ -258,6 +292,10 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	workqueue.ParallelizeUntil(ctx, workers, len(objs), func(i int) {
 		ran[i] = true
 		if d.remembered(objs[i].Key) {
+			if objs[i].Identity != nil {
+				// Accepted for another JobSet's name: the object of this name may still be taken.
+				results[i] = d.taken(ctx, objs[i].What, objs[i].Object, objs[i].Identity)
+			}
 			return
 		}
 		obj, ok := objs[i].Object.DeepCopyObject().(client.Object)
@@ -278,12 +316,21 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 		if results[i] == nil {
 			d.remember(objs[i].Key)
 		}
+		if apierrors.IsAlreadyExists(results[i]) && objs[i].Identity != nil {
+			results[i] = d.taken(ctx, objs[i].What, objs[i].Object, objs[i].Identity)
+		}
 	})
 	var errs field.ErrorList
 	var warnings []string
 	for i, err := range results {
 		if !ran[i] {
 			err = ctx.Err() // ParallelizeUntil stopped before this one
+		}
+		var taken *takenError
+		if errors.As(err, &taken) {
+			dryRuns.WithLabelValues(Refused.String()).Inc() // for good, while that object is there
+			errs = append(errs, field.Invalid(objs[i].Path, field.OmitValueType{}, taken.Error()))
+			continue
 		}
 		verdict := Classify(err)
 		dryRuns.WithLabelValues(verdict.String()).Inc()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 var pvcGR = schema.GroupResource{Resource: "persistentvolumeclaims"}
@@ -179,6 +182,57 @@ func TestCheck(t *testing.T) {
 	var none *DryRunner
 	if errs, warnings := none.Check(context.Background(), objs); errs != nil || warnings != nil {
 		t.Errorf("a nil DryRunner checked: %v %v", errs, warnings)
+	}
+}
+
+// TestCheckTaken: a create that collides with another JobSet's object of the name is a
+// refusal naming that JobSet; with one left by an earlier JobSet of this name for the same
+// part, or a user's, it is accepted; a template remembered as accepted is still looked up.
+func TestCheckTaken(t *testing.T) {
+	labelled := func(name, jobSet string) *corev1.PersistentVolumeClaim {
+		p := pvc(name, "1Gi")
+		p.Namespace = "ns"
+		p.Labels = map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet, contract.VolumeClaimTemplateLabelKey: "ckpt"}
+		return p
+	}
+	user := pvc("ckpt-user", "1Gi")
+	user.Namespace = "ns"
+	c := fake.NewClientBuilder().WithObjects(labelled("ckpt-base-bert", "base-bert"), labelled("ckpt-bert", "bert"), user).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)); err == nil {
+				return apierrors.NewAlreadyExists(pvcGR, obj.GetName()) // as the API server answers a dry run
+			}
+			return nil
+		},
+	}).Build()
+	id := func(jobSet string) *contract.Identity {
+		return &contract.Identity{
+			ManagedBy: contract.VolumeClaimsManagedByValue, JobSet: jobSet, UIDKey: contract.VolumeClaimJobSetUIDAnnotationKey,
+			Labels: map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt"}, Parts: contract.VolumeClaimPartLabelKeys,
+		}
+	}
+	idBert := id("bert")
+	idBert.Labels = map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt-base"}
+	mine := func(name string) *corev1.PersistentVolumeClaim { p := pvc(name, "1Gi"); p.Namespace = "ns"; return p }
+	objs := []DryRun{
+		{Path: field.NewPath("a"), What: "the PersistentVolumeClaim ckpt-base-bert", Object: mine("ckpt-base-bert"), Identity: idBert, Key: "k"},
+		{Path: field.NewPath("b"), What: "the PersistentVolumeClaim ckpt-bert", Object: mine("ckpt-bert"), Identity: id("bert"), Key: "k"},
+		{Path: field.NewPath("c"), What: "the PersistentVolumeClaim ckpt-user", Object: mine("ckpt-user"), Identity: id("bert"), Key: "k"},
+		{Path: field.NewPath("d"), What: "the PersistentVolumeClaim ckpt-new", Object: mine("ckpt-new"), Identity: id("bert"), Key: "k"},
+	}
+	want := []string{`a: Invalid value: the PersistentVolumeClaim ckpt-base-bert exists and was made for JobSet base-bert for template=ckpt, not for this JobSet (names are joined with "-", so two JobSets can give the same one): rename the JobSet, the ReplicatedJob or the template, or delete it if its data is not needed`}
+	for _, remember := range []time.Duration{0, time.Hour} {
+		d := &DryRunner{Client: c, Name: "volumeclaims", Workers: 1, Remember: remember}
+		for round := range 2 { // the second round with the template remembered, when it is
+			errs, warnings := d.Check(context.Background(), objs)
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(want, got); diff != "" || len(warnings) > 0 {
+				t.Errorf("remember %v, round %d: refusals (-want +got):\n%s\nwarnings %q", remember, round, diff, warnings)
+			}
+		}
 	}
 }
 

@@ -19,8 +19,9 @@ const DryRunRemember = 10 * time.Second
 // dryRuns are the gang objects for the API server to check (addon.DryRunner), as the reconciler
 // makes them: the Workload of a backend that makes one (its PodGroups are made from its
 // templates, and name it), else each gang's PodGroup. They come from the gang settings, so a
-// refusal is told at the scheduler annotation. The owner reference goes only once the JobSet
-// has its UID; a JobSet without a name (generateName) has none.
+// refusal is told at the scheduler annotation, and so is one of the name another JobSet's gang
+// holds (identity). The owner reference goes only once the JobSet has its UID; a JobSet
+// without a name (generateName) has none.
 func (w *JobSetWebhook) dryRuns(js *jobsetv1alpha2.JobSet, b backend.Backend, s gang.Settings, gangs []gang.Gang) []addon.DryRun {
 	if js.Name == "" || len(gangs) == 0 {
 		return nil
@@ -47,9 +48,23 @@ func (w *JobSetWebhook) dryRuns(js *jobsetv1alpha2.JobSet, b backend.Backend, s 
 		if js.UID == "" {
 			o.SetOwnerReferences(nil)
 		}
-		out = append(out, addon.DryRun{Path: path, What: "the " + kindOf(b, o) + " " + o.GetName(), Object: o, Key: dryRunKey(o)})
+		out = append(out, addon.DryRun{Path: path, What: "the " + kindOf(b, o) + " " + o.GetName(), Object: o, Key: dryRunKey(o), Identity: identity(js, o)})
 	}
 	return out
+}
+
+// identity is whose an existing object of o's name must be for the JobSet not to be refused
+// (contract.Identity.Of): names are joined with "-", so JobSet a-stage-1's PodGroup and stage 1's
+// of JobSet a coincide. One another JobSet's gangs hold refuses the JobSet, naming it; a user's
+// of the name, or one an earlier JobSet of this name left (the garbage collector's to delete),
+// does not.
+func identity(js *jobsetv1alpha2.JobSet, o client.Object) *contract.Identity {
+	parts := []string{contract.PodGroupStageLabelKey}
+	labels := map[string]string{}
+	if v, ok := o.GetLabels()[contract.PodGroupStageLabelKey]; ok {
+		labels[contract.PodGroupStageLabelKey] = v
+	}
+	return &contract.Identity{ManagedBy: contract.PodGroupsManagedByValue, JobSet: js.Name, UID: js.UID, Labels: labels, Parts: parts}
 }
 
 // kindOf names o in a Warning.

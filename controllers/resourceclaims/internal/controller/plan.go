@@ -29,7 +29,8 @@ type action struct {
 
 // plan lists what the Job needs: its claims created (or, made ahead, adopted) while it runs,
 // deleted once it finished (unless Retain), and a claim of ours of the right name but another
-// owner (an earlier Job of the same name) deleted, to be made again once it is gone.
+// owner (an earlier Job of the same name) deleted, to be made again once it is gone. One of
+// ours made for another Job (contract.Identity.Of: Foreign) is left alone, and told.
 func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing map[string]*resourcev1.ResourceClaim, missing func(string) bool) []action {
 	bindings, errs := claims.Bindings(job)
 	if len(errs) > 0 {
@@ -41,7 +42,7 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 	}
 	finished := claims.Finished(job)
 	var work []action
-	var shadowed []string
+	var shadowed, foreign []string
 	for _, b := range bindings {
 		if b.Shadowed {
 			shadowed = append(shadowed, b.Template.Name)
@@ -55,6 +56,10 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 			}
 		case !c.DeletionTimestamp.IsZero():
 			// Going; a stale claim is made again once it is gone.
+		case claimIdentity(claims.JobClaim(job, b)).Of(c) == contract.Foreign:
+			// Made for another Job of the JobSet (names are joined with "-"): neither adopted
+			// nor deleted.
+			foreign = append(foreign, c.Name+" (made for "+claimIdentity(claims.JobClaim(job, b)).Holder(c)+")")
 		case metav1.IsControlledBy(c, js):
 			if finished && b.Template.WhenJobFinished == contract.RetentionPolicyDelete {
 				work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})
@@ -71,6 +76,11 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 		claimsSkipped.WithLabelValues("shadowed").Add(float64(len(shadowed)))
 		addon.Tell(r.Recorder, js, job, corev1.EventTypeWarning, ReasonShadowed, actionSkip,
 			"The pod template of Job %s has its own resourceClaims of the names %s, which win: those templates give it no claim", job.Name, strings.Join(shadowed, ", "))
+	}
+	if len(foreign) > 0 && r.told.Once(job.UID, ReasonNameTaken) {
+		claimsSkipped.WithLabelValues("name-taken").Add(float64(len(foreign)))
+		addon.Tell(r.Recorder, js, job, corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
+			"ResourceClaims %s of Job %s's names exist and were made for another Job (names are joined with \"-\"): they are neither changed nor deleted; rename the ReplicatedJob or the template so that the names differ", strings.Join(foreign, ", "), job.Name)
 	}
 	return work
 }

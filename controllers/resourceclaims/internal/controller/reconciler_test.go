@@ -194,3 +194,68 @@ func TestStaleCacheWritesOnce(t *testing.T) {
 
 // changedTracker is the test's Changed, kept across the reconcilers of one process.
 var changedTracker *addon.Changed
+
+// TestClaimOfAnotherJobLeftAlone: a claim of the add-on's at the name a Job's claim needs, made
+// for another Job (names are joined with "-": Job a-w-0's template 1-gpu and Job a-w-0-1's gpu
+// give one name), is neither deleted nor changed, and is told; one left by an earlier Job of
+// the same JobSet, ReplicatedJob, index and template is deleted, to be made again.
+func TestClaimOfAnotherJobLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	scheme := testScheme(t)
+	js := devJobSet(1).Obj()
+	controller := true
+	claimOf := func(jobSet, rj, index, template, owner string) *resourcev1.ResourceClaim {
+		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "js-w-0-dev", UID: "claim-uid",
+			Labels: map[string]string{
+				contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet,
+				contract.ReplicatedJobNameLabelKey: rj, contract.JobIndexLabelKey: index, contract.ResourceClaimTemplateLabelKey: template,
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "x", UID: types.UID(owner), Controller: &controller}},
+		}}
+	}
+	gates := featuregate.NewFeatureGate()
+	if err := gates.Add(claims.Gates); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		existing    *resourcev1.ResourceClaim
+		wantDeleted bool
+		wantEvent   string
+	}{
+		"another JobSet's": {
+			existing:  claimOf("js-w", "0", "0", "dev", "other-job-uid"),
+			wantEvent: "Warning ResourceClaimNameTaken ResourceClaims js-w-0-dev (made for JobSet js-w (uid other-job-uid) for job-index=0, replicatedjob-name=0, template=dev) exist and were made for another Job",
+		},
+		"this JobSet's, another template": {
+			existing:  claimOf("js", "w", "0", "1-dev", "other-job-uid"),
+			wantEvent: "Warning ResourceClaimNameTaken ResourceClaims js-w-0-dev (made for JobSet js (uid other-job-uid) for job-index=0, replicatedjob-name=w, template=1-dev) exist and were made for another Job",
+		},
+		"an earlier Job's of the same part": {
+			existing:    claimOf("js", "w", "0", "dev", "earlier-job-uid"),
+			wantDeleted: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, tc.existing).Build()
+			// The cache does not show the claim: the create collides.
+			c := &staleCache{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build(), server: server, writes: map[string]int{}}
+			rec := events.NewFakeRecorder(100)
+			r := &Reconciler{Client: c, APIReader: server, Adopter: c, Recorder: rec, Gates: gates, Workers: 1, changed: addon.NewChanged()}
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}})
+			if got := c.writes["delete"] == 1; got != tc.wantDeleted {
+				t.Errorf("writes %v, want deleted %v", c.writes, tc.wantDeleted)
+			}
+			var got []string
+			for len(rec.Events) > 0 {
+				if e := <-rec.Events; strings.Contains(e, ReasonNameTaken) {
+					got = append(got, e)
+				}
+			}
+			if tc.wantEvent == "" && len(got) > 0 || tc.wantEvent != "" && (len(got) != 1 || !strings.HasPrefix(got[0], tc.wantEvent)) {
+				t.Errorf("Events %q, want one starting %q", got, tc.wantEvent)
+			}
+		})
+	}
+}

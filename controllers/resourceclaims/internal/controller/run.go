@@ -108,5 +108,9 @@ func (r *Reconciler) tellDone(js *jobsetv1alpha2.JobSet, work []action, out *out
 			addon.Tell(r.Recorder, js, related[j], corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
 				"ResourceClaims %s exist and were not made by resourceclaims: they are left as they are, and the pods of Job %s use them", strings.Join(sorted(c), ", "), j)
 		}
+		if c := kinds["foreign"]; len(c) > 0 {
+			addon.Tell(r.Recorder, js, related[j], corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
+				"ResourceClaims %s exist and were made for another Job (names are joined with \"-\"): they are neither changed nor deleted; rename the ReplicatedJob or the template so that the names differ", strings.Join(sorted(c), ", "))
+		}
 	}
 }

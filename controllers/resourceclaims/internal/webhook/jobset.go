@@ -100,5 +100,13 @@ func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contr
 		claim.OwnerReferences = nil
 	}
 	key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
-	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key}
+	parts := []string{contract.ResourceClaimTemplateLabelKey, contract.ReplicatedJobNameLabelKey, contract.JobIndexLabelKey}
+	labels := make(map[string]string, len(parts))
+	for _, k := range parts {
+		labels[k] = claim.Labels[k]
+	}
+	// A claim of the name another JobSet's Job holds refuses the JobSet; one an earlier JobSet
+	// of this name left for the same Job and template is the reconciler's to replace.
+	id := &contract.Identity{ManagedBy: contract.ResourceClaimsManagedByValue, JobSet: js.Name, UID: js.UID, Labels: labels, Parts: parts}
+	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key, Identity: id}
 }

@@ -27,6 +27,11 @@ const (
 	// ReasonNodeLostKept: the node a per-pod PVC's volume is pinned to is lost and the policy
 	// says whenNodeLost: Keep: the pod waits for the node to come back. Told once per PVC and node.
 	ReasonNodeLostKept = "VolumeClaimWaitsForNode"
+	// ReasonNameTaken: a PVC of a name the JobSet's policies give exists and is another
+	// JobSet's (names are joined with "-", so two JobSets can make one name), or made for
+	// another part of this one: it is not mounted, adopted, changed or deleted, and the pods
+	// that would mount it wait. Told once per PVC; the message names the JobSet it was made for.
+	ReasonNameTaken = "VolumeClaimNameTaken"
 	// ReasonFailed: creating, adopting or deleting PVCs failed; the reconcile retries.
 	ReasonFailed = "VolumeClaimsFailed"
 	// ReasonRefused: the API server refuses PVCs of a template for good (a template it no

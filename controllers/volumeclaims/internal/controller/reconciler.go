@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	for i := range owned.Items {
 		existing[owned.Items[i].Name] = &owned.Items[i]
 	}
-	claims = append(claims, scaledDown(js.Name, claims, existing)...)
+	claims = append(claims, scaledDown(js, claims, existing)...)
 
 	st := stateOf(js)
 	log.V(2).Info("Reconciling", "uid", js.UID, "claims", len(claims), "existing", len(existing), "completed", st.completed, "failed", st.failed)
@@ -157,11 +157,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
 	key := client.ObjectKeyFromObject(js)
 	users := r.usersOf(key, js.UID)
-	var created, reused, failed result
+	var created, reused, failed, taken result
 	var refused addon.Refusals
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
+			if c.Identity(js).Of(pvc) == contract.Foreign {
+				// This JobSet's name, another part of it (names are joined with "-").
+				taken.add(c.Name, r.nameTaken(js, c, pvc))
+				return
+			}
 			fromEarlier, err := r.adopt(ctx, js, c, pvc)
 			if err != nil {
 				failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
@@ -185,17 +190,8 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
 			addon.CountObject(KindPVC, addon.ActionCreated, 1)
-		case apierrors.IsAlreadyExists(err) && r.ours(ctx, pvc):
-			// Made by an earlier reconcile, longer ago than the cache has shown it.
-			r.made.Created(pvc)
 		case apierrors.IsAlreadyExists(err):
-			// A PVC of this name that the add-on does not manage: the user's. It is mounted as
-			// it is, never changed and never deleted.
-			r.foundUsers(key, c.Name)
-			if r.told.Once(js.UID, c.Name) {
-				reused.add(c.Name, nil)
-				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
-			}
+			r.exists(ctx, js, c, pvc, &reused, &taken)
 		case addon.NamespaceTerminating(err):
 			// The JobSet goes with its namespace: nothing to make, tell or retry.
 		case addon.Classify(err) == addon.Refused:
@@ -210,7 +206,62 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		}
 	})
 	r.tellEnsured(ctx, js, &created, &reused)
-	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused))
+	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused), r.tellTaken(js, &taken))
+}
+
+// exists decides about the PVC of c's name that exists and that the cache did not show
+// (the create collided), read from the API server into pvc: made by an earlier reconcile
+// (the cache is behind), a user's (mounted as it is, never changed or deleted: reused), or
+// another JobSet's (taken: told, never mounted).
+func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim, reused, taken *result) {
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		return // gone meanwhile, or unreadable: the next reconcile looks again
+	}
+	switch c.Identity(js).Of(pvc) {
+	case contract.Own, contract.Retained:
+		// Made by an earlier reconcile (or JobSet of this name, for this very claim), longer
+		// ago than the cache has shown it: the reconcile the cache brings adopts it.
+		r.made.Created(pvc)
+	case contract.Foreign:
+		taken.add(c.Name, r.nameTaken(js, c, pvc))
+	default:
+		// A PVC of this name that the add-on does not manage: the user's. It is mounted as
+		// it is, never changed and never deleted.
+		r.foundUsers(client.ObjectKeyFromObject(js), c.Name)
+		if r.told.Once(js.UID, c.Name) {
+			reused.add(c.Name, nil)
+			claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+		}
+	}
+}
+
+// nameTaken records that the PVC of c's name is another JobSet's (or another part of this
+// one's): an error that names it and whose it is, which has the reconcile retried, so that
+// this JobSet's PVC is made once that one is gone. Until then the pods that mount it are
+// refused (the Pod webhook asks the same question) and wait.
+func (r *Reconciler) nameTaken(js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim) error {
+	reconcileErrors.WithLabelValues("name-taken").Inc()
+	return fmt.Errorf("PersistentVolumeClaim %s (template %s) was made for %s", c.Name, c.Template.Name, c.Identity(js).Holder(pvc))
+}
+
+// tellTaken warns, in one Event, of the PVCs taken (nameTaken) not told yet for this JobSet.
+func (r *Reconciler) tellTaken(js *jobsetv1alpha2.JobSet, taken *result) error {
+	var first error
+	n := 0
+	for i, name := range taken.claims {
+		if r.told.Once(js.UID, "taken\x00"+name) {
+			if first == nil {
+				first = taken.errs[i]
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		addon.Tell(r.Recorder, js, taken.related(js), corev1.EventTypeWarning, ReasonNameTaken, actionSkip,
+			"%d PersistentVolumeClaims of this JobSet's names exist and are not this JobSet's, so they are not mounted, changed or deleted, and the pods that mount them wait: %v. Rename the JobSet, the ReplicatedJob or the template, or delete those PVCs if their data is not needed",
+			n, first)
+	}
+	return errors.Join(taken.errs...)
 }
 
 // tellEnsured tells the PVCs ensure created and those it found made already.
@@ -230,6 +281,9 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		pvc := existing[c.Name]
+		if c.Identity(js).Of(pvc) == contract.Foreign {
+			return // another part's of a JobSet of this name: ensure told it
+		}
 		// The list only holds PVCs with the add-on's managed-by label and this JobSet's name:
 		// a user's PVC of the same name is never among them. The UID precondition makes sure
 		// the PVC deleted is the one looked at.
@@ -249,18 +303,6 @@ func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		addon.Tell(r.Recorder, js, deleted.related(js), corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %d PersistentVolumeClaims by retention: %s", n, deleted.names())
 	}
 	return failed.report(js, r.Recorder, actionDelete)
-}
-
-// ours tells whether the PVC of pvc's name that exists, which the cache does not show, carries
-// the add-on's managed-by label (read from the API server); pvc then holds it.
-func (r *Reconciler) ours(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
-	if r.Reader == nil {
-		return false
-	}
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
-		return false
-	}
-	return pvc.Labels[contract.ManagedByLabelKey] == contract.VolumeClaimsManagedByValue
 }
 
 // parallel runs fn for 0..n-1, r.Workers at a time (fn records its own errors).

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,15 +40,24 @@ func jobSet(admitted bool) *addontest.JobSetWrapper {
 
 func run(t *testing.T, objs ...client.Object) ([]string, []string) {
 	t.Helper()
+	claims, reasons, err := runErr(t, objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims, reasons
+}
+
+// runErr reconciles JobSet ns/train once among objs, and returns the PVCs there are then,
+// the Events, and the reconcile's error.
+func runErr(t *testing.T, objs ...client.Object) ([]string, []string, error) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = jobsetv1alpha2.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&jobsetv1alpha2.JobSet{}).Build()
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}
-	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}}); err != nil {
-		t.Fatal(err)
-	}
+	r := &Reconciler{Client: c, Reader: c, Recorder: rec, Workers: 4}
+	_, rerr := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}})
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := c.List(context.Background(), &pvcs); err != nil {
 		t.Fatal(err)
@@ -61,7 +71,7 @@ func run(t *testing.T, objs ...client.Object) ([]string, []string) {
 	for e := range rec.Events {
 		reasons = append(reasons, e)
 	}
-	return names, reasons
+	return names, reasons, rerr
 }
 
 func TestReconcile(t *testing.T) {
@@ -70,6 +80,7 @@ func TestReconcile(t *testing.T) {
 		objs        []client.Object
 		wantClaims  []string
 		wantReasons []string
+		wantErr     string
 	}{
 		"admitted: every PVC created": {
 			objs:        []client.Object{jobSet(true).Obj()},
@@ -101,10 +112,29 @@ func TestReconcile(t *testing.T) {
 			objs:       []client.Object{jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train"}}},
 			wantClaims: []string{"data-train"},
 		},
+		"another JobSet's PVC of a per-pod name (JobSet train-w-0-0's shared ckpt): neither mounted nor adopted, told": {
+			objs: []client.Object{jobSet(true).Obj(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns", Name: "ckpt-train-w-0-0",
+				Labels: map[string]string{
+					contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: "train-w-0-0",
+					contract.VolumeClaimTemplateLabelKey: "ckpt",
+				},
+				Annotations: map[string]string{contract.VolumeClaimJobSetUIDAnnotationKey: "uid-other"},
+			}}},
+			wantClaims: all,
+			wantReasons: []string{
+				"Normal VolumeClaimsCreated Created 4 PersistentVolumeClaims: ",
+				"Warning VolumeClaimNameTaken 1 PersistentVolumeClaims of this JobSet's names exist and are not this JobSet's, so they are not mounted, changed or deleted, and the pods that mount them wait: PersistentVolumeClaim ckpt-train-w-0-0 (template ckpt) was made for JobSet train-w-0-0 (uid uid-other) for template=ckpt.",
+			},
+			wantErr: "PersistentVolumeClaim ckpt-train-w-0-0 (template ckpt) was made for JobSet train-w-0-0 (uid uid-other) for template=ckpt",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			claims, reasons := run(t, tc.objs...)
+			claims, reasons, err := runErr(t, tc.objs...)
+			if got := fmt.Sprint(err); tc.wantErr != "" && got != tc.wantErr || tc.wantErr == "" && err != nil {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
 			if diff := cmp.Diff(tc.wantClaims, claims); diff != "" {
 				t.Errorf("PVCs (-want +got):\n%s", diff)
 			}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -17,7 +18,10 @@ import (
 // its listed sibling with its own indexes, so that retention treats it as the ReplicatedJob's
 // other PVCs: kept while the ReplicatedJob runs (scale-down is not completion: it holds the
 // checkpoint of an index that may come back), deleted with them by whenComplete / whenFailed.
-func scaledDown(jobSet string, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) []policy.Claim {
+// Only the JobSet's own PVCs (its UID): a PVC an earlier JobSet of the same name left at an
+// index this one does not run is not this one's to adopt, hold or delete; it keeps its own
+// retention and expiry.
+func scaledDown(js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) []policy.Claim {
 	listed := sets.New[string]()
 	siblings := map[[2]string]policy.Claim{} // template, ReplicatedJob → a listed claim
 	for _, c := range claims {
@@ -30,7 +34,7 @@ func scaledDown(jobSet string, claims []policy.Claim, existing map[string]*corev
 	}
 	var out []policy.Claim
 	for name, pvc := range existing {
-		if listed.Has(name) {
+		if listed.Has(name) || pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) {
 			continue
 		}
 		l := pvc.Labels
@@ -43,7 +47,7 @@ func scaledDown(jobSet string, claims []policy.Claim, existing map[string]*corev
 		if jerr != nil || perr != nil {
 			continue
 		}
-		if want, err := contract.PerPodVolumeClaimName(sibling.Template.Name, jobSet, sibling.ReplicatedJob, job, pod); err != nil || want != name {
+		if want, err := contract.PerPodVolumeClaimName(sibling.Template.Name, js.Name, sibling.ReplicatedJob, job, pod); err != nil || want != name {
 			continue
 		}
 		c := sibling

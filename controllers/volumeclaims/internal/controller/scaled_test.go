@@ -10,6 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // TestScaledDown: the per-pod PVCs of completion indexes a lowering of completions took away
@@ -59,6 +60,22 @@ func TestScaledDown(t *testing.T) {
 		}
 		if len(reasons) != 1 || !strings.HasPrefix(reasons[0], "Normal VolumeClaimsDeleted Deleted 8 PersistentVolumeClaims by retention") {
 			t.Errorf("events %q, want one VolumeClaimsDeleted of 8", reasons)
+		}
+	})
+	t.Run("a smaller re-run: an earlier JobSet's PVCs of indexes it does not run are left as they are", func(t *testing.T) {
+		earlier := pvcsOf(at(4))
+		for _, o := range earlier {
+			o.GetAnnotations()[contract.VolumeClaimJobSetUIDAnnotationKey] = "uid-0"
+			o.SetOwnerReferences(nil) // whenDeleted: Retain
+		}
+		objs := append([]client.Object{succeeded(at(2))}, earlier...)
+		claims, reasons := run(t, objs...)
+		want := []string{"ckpt-train-w-0-2", "ckpt-train-w-0-3", "ckpt-train-w-1-2", "ckpt-train-w-1-3", "data-train"}
+		if diff := cmp.Diff(want, claims); diff != "" {
+			t.Errorf("PVCs (-want +got):\n%s", diff)
+		}
+		if len(reasons) != 2 || !strings.HasPrefix(reasons[1], "Normal VolumeClaimsDeleted Deleted 4 PersistentVolumeClaims by retention") {
+			t.Errorf("events %q, want the reuse and one VolumeClaimsDeleted of the 4 it mounts", reasons)
 		}
 	})
 	t.Run("a PVC of the labels but not the name is not taken for an index", func(t *testing.T) {

@@ -37,7 +37,7 @@ func TestUsersClaimToldOnce(t *testing.T) {
 		},
 	})
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: c, Recorder: rec, Workers: 4}
+	r := &Reconciler{Client: c, Reader: c, Recorder: rec, Workers: 4}
 	for range 3 {
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train"}}); err != nil {
 			t.Fatal(err)
@@ -63,7 +63,8 @@ func TestOwnClaimBehindCacheNotReused(t *testing.T) {
 	_ = jobsetv1alpha2.AddToScheme(scheme)
 	js := jobSet(true).Obj()
 	ours := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train",
-		Labels: map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: "train"}}}
+		Labels:      map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: "train", contract.VolumeClaimTemplateLabelKey: "data"},
+		Annotations: map[string]string{contract.VolumeClaimJobSetUIDAnnotationKey: "uid-1"}}}
 	server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, ours).Build()
 	behind := interceptor.NewClient(server, interceptor.Funcs{
 		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {

@@ -61,7 +61,8 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 
 // dryRuns are the PVCs for the API server to check: for each template without a problem of its
 // own in errs, the first PVC it gives, as the reconciler makes it (with the owner reference
-// only when the JobSet has its UID yet). A JobSet without a name (generateName) has none: its
+// only when the JobSet has its UID yet), with whose a PVC of its name may be: one of that name
+// that another JobSet's policies made refuses the JobSet. A JobSet without a name (generateName) has none: its
 // PVCs cannot be named, and validation refuses it.
 func dryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
 	if js.Name == "" {
@@ -89,7 +90,8 @@ func dryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
 				pvc.OwnerReferences = nil
 			}
 			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
-			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key})
+			id := claims[k].Identity(js)
+			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id})
 		}
 	}
 	return out

@@ -12,7 +12,10 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
@@ -36,6 +39,7 @@ func TestPodWebhook(t *testing.T) {
 	cases := map[string]struct {
 		op          admissionv1.Operation
 		pod         *corev1.Pod
+		claims      []client.Object // in the add-on's cache
 		wantAllowed bool
 		wantCode    int32
 		wantMessage string // in the denial
@@ -112,6 +116,23 @@ func TestPodWebhook(t *testing.T) {
 			wantCode:    http.StatusForbidden,
 			wantMessage: contract.ReplicatedJobNameLabelKey,
 		},
+		"another JobSet's PVC of the name (JobSet train-w-0-0's shared ckpt): denied": {
+			pod:         pod("train", "w", 0, 0, "ckpt").Obj(),
+			claims:      []client.Object{madePVC("ckpt-train-w-0-0", "train-w-0-0", map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt"})},
+			wantCode:    http.StatusForbidden,
+			wantMessage: "volumeclaims: the pod's PersistentVolumeClaim ckpt-train-w-0-0 (volume ckpt) exists and was made for JobSet train-w-0-0 for template=ckpt, not for this pod's JobSet train",
+		},
+		"the PVC an earlier JobSet train left for this index: mounted": {
+			pod: pod("train", "w", 0, 0, "ckpt").Obj(),
+			claims: []client.Object{madePVC("ckpt-train-w-0-0", "train", map[string]string{
+				contract.VolumeClaimTemplateLabelKey: "ckpt", contract.VolumeClaimReplicatedJobLabelKey: "w",
+				contract.VolumeClaimJobIndexLabelKey: "0", contract.VolumeClaimPodIndexLabelKey: "0",
+			})},
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantPatches: []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/volumes", Value: []corev1.Volume{addontest.ClaimVolume("ckpt", "ckpt-train-w-0-0")}}},
+			wantVolumes: []corev1.Volume{addontest.ClaimVolume("ckpt", "ckpt-train-w-0-0")},
+		},
 		"UPDATE: nothing to do": {
 			op:          admissionv1.Update,
 			pod:         pod("train", "w", 0, 0, "scratch").Obj(),
@@ -126,7 +147,7 @@ func TestPodWebhook(t *testing.T) {
 				op = admissionv1.Create
 			}
 			req := podRequest(t, op, tc.pod)
-			resp := (&PodWebhook{}).Handle(context.Background(), req)
+			resp := (&PodWebhook{Claims: fake.NewClientBuilder().WithObjects(tc.claims...).Build()}).Handle(context.Background(), req)
 			if resp.Allowed != tc.wantAllowed || resp.Result == nil || resp.Result.Code != tc.wantCode {
 				t.Fatalf("Response allowed=%t result=%+v, want allowed=%t code %d", resp.Allowed, resp.Result, tc.wantAllowed, tc.wantCode)
 			}
@@ -148,6 +169,15 @@ func TestPodWebhook(t *testing.T) {
 			}
 		})
 	}
+}
+
+// madePVC is a PVC volumeclaims made in namespace default for JobSet jobSet, with parts.
+func madePVC(name, jobSet string, parts map[string]string) *corev1.PersistentVolumeClaim {
+	labels := map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue, contract.JobSetNameLabelKey: jobSet}
+	for k, v := range parts {
+		labels[k] = v
+	}
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels}}
 }
 
 func TestPodWebhookBadObject(t *testing.T) {

@@ -45,6 +45,6 @@ func Register(mgr ctrl.Manager, qps float32, burst int) error {
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, hook); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: addon.CountRefusals("pod", &PodWebhook{})})
+	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: addon.CountRefusals("pod", &PodWebhook{Claims: mgr.GetCache()})})
 	return nil
 }

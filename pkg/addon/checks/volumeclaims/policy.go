@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -172,6 +173,18 @@ func (c Claim) Labels(jobSet string) map[string]string {
 	return l
 }
 
+// Identity is what makes a PVC of c's name js's (contract.Identity.Of): the add-on's labels
+// naming js and c's template, ReplicatedJob and indexes, and js's UID.
+func (c Claim) Identity(js *jobsetv1alpha2.JobSet) contract.Identity {
+	labels := c.Labels(js.Name)
+	delete(labels, contract.ManagedByLabelKey)
+	delete(labels, contract.JobSetNameLabelKey)
+	return contract.Identity{
+		ManagedBy: contract.VolumeClaimsManagedByValue, JobSet: js.Name, UID: js.UID,
+		UIDKey: contract.VolumeClaimJobSetUIDAnnotationKey, Labels: labels, Parts: contract.VolumeClaimPartLabelKeys,
+	}
+}
+
 // OwnerReference makes js the owner of a PVC, so that the garbage collector deletes the PVC
 // with js. It is not a controller reference: a reused PVC may have other owners.
 func OwnerReference(js *jobsetv1alpha2.JobSet) metav1.OwnerReference {
@@ -277,6 +290,9 @@ type PodVolume struct {
 	// Index in pod.spec.volumes of the placeholder to replace, or -1 to append.
 	Index  int
 	Volume corev1.Volume
+	// Identity is whose the PVC the volume names must be (contract.Identity.Of): the pod's
+	// JobSet (its name and UID labels), template, ReplicatedJob and indexes.
+	Identity contract.Identity
 }
 
 // PodVolumes are the per-pod volumes to set in pod, from the labels and annotations JobSet, the
@@ -309,7 +325,10 @@ func PodVolumes(pod *corev1.Pod) ([]PodVolume, error) {
 		if err != nil {
 			return nil, err
 		}
-		vols = append(vols, PodVolume{Index: i, Volume: ClaimVolume(name, claim)})
+		c := Claim{Name: claim, Template: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}, ReplicatedJob: rj, JobIndex: jobIndex, PodIndex: podIndex}
+		vols = append(vols, PodVolume{Index: i, Volume: ClaimVolume(name, claim), Identity: c.Identity(&jobsetv1alpha2.JobSet{
+			ObjectMeta: metav1.ObjectMeta{Name: jobSet, UID: types.UID(pod.Labels[contract.JobSetUIDLabelKey])},
+		})})
 	}
 	return vols, nil
 }

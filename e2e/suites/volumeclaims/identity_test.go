@@ -1,0 +1,212 @@
+package volumeclaims_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
+)
+
+// perPodPolicy is one per-pod template for ReplicatedJob rj, with retention.
+func perPodPolicy(template, rj, retention string) string {
+	return fmt.Sprintf(`[{targetReplicatedJobs: [%s], templates: [{metadata: {name: %s}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: %s}]`,
+		rj, template, retention)
+}
+
+// deleteJobSet deletes js and waits until it is gone.
+func deleteJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(ctx, t, time.Minute, "JobSet "+js.Name+" gone", func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(js), &jobsetv1alpha2.JobSet{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+	})
+}
+
+// unchanged checks that the PVC ns/name is still the one of uid, not deleted, with no owner,
+// still labelled for jobSet with the UID annotation uidAnnotation.
+func unchanged(ctx context.Context, t *testing.T, c client.Client, ns, name string, uid types.UID, jobSet, uidAnnotation string) {
+	t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pvc); err != nil {
+		t.Fatalf("PVC %s: %v", name, err)
+	}
+	if pvc.UID != uid || !pvc.DeletionTimestamp.IsZero() || len(pvc.OwnerReferences) > 0 ||
+		pvc.Labels[contract.JobSetNameLabelKey] != jobSet || pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != uidAnnotation {
+		t.Fatalf("PVC %s was taken, deleted or replaced: uid %s (want %s), deleted %v, owners %v, jobset-name %q (want %q), jobset-uid %q (want %q)",
+			name, pvc.UID, uid, pvc.DeletionTimestamp, pvc.OwnerReferences, pvc.Labels[contract.JobSetNameLabelKey], jobSet,
+			pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey], uidAnnotation)
+	}
+}
+
+// TestNameTakenNeverMounted: names are joined with "-", so JobSet gpt's ReplicatedJob
+// eval-worker and JobSet gpt-eval's worker give the same per-pod PVC names, and JobSet
+// base-bert's shared ckpt and JobSet bert's ckpt-base the same shared one. A JobSet whose PVC
+// is another JobSet's is refused at admission, naming that JobSet; one whose collision
+// appears only after admission (here at Job index 1, the dry run looks at index 0) is told
+// (VolumeClaimNameTaken, naming both), and its pod waits instead of mounting the other
+// JobSet's data, which is left as it was. Once that PVC is gone, the JobSet gets its own.
+func TestNameTakenNeverMounted(t *testing.T) {
+	f := framework.NamespacedFeature("a PVC name another JobSet made is refused, or told, never mounted", "refused; told; the pod waits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+
+		// Shared: base-bert's ckpt is ckpt-base-bert; bert's ckpt-base too.
+		baseBert := newJobSet(ns, "base-bert", `[{templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenDeleted: Retain}}]`,
+			replicatedJob("w", 1, 1, "ckpt"))
+		framework.CreateAll(ctx, t, c, baseBert)
+		waitClaimsBound(ctx, t, c, ns, baseBert.Name, []string{"ckpt-base-bert"})
+		bert := newJobSet(ns, "bert", `[{templates: [{metadata: {name: ckpt-base}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}]}]`,
+			replicatedJob("w", 1, 1, "ckpt-base"))
+		err := c.Create(ctx, bert)
+		if err == nil {
+			t.Fatal("JobSet bert admitted; want it refused: its shared PVC ckpt-base-bert is JobSet base-bert's")
+		}
+		if !strings.Contains(err.Error(), "ckpt-base-bert exists and was made for JobSet base-bert") {
+			t.Errorf("the refusal does not name the PVC and its JobSet: %v", err)
+		}
+		paths, _ := framework.CausePaths(err)
+		if want := annotationPath + "[0].templates[0]"; len(paths) != 1 || paths[0] != want {
+			t.Errorf("refused at %q, want at %s", paths, want)
+		}
+
+		// Per-pod: gpt (2 Jobs) runs, is deleted, its PVCs retained.
+		gpt := newJobSet(ns, "gpt", perPodPolicy("ckpt", "eval-worker", "{whenDeleted: Retain}"), replicatedJob("eval-worker", 2, 1, "ckpt"))
+		framework.CreateAll(ctx, t, c, gpt)
+		gptClaims := waitClaimsBound(ctx, t, c, ns, gpt.Name, perPodNames("ckpt", "gpt", "eval-worker", 2, 1))
+		framework.WaitJobSet(ctx, t, c, gpt, jobsetv1alpha2.JobSetCompleted)
+		gptUID := string(gpt.UID)
+		deleteJobSet(ctx, t, c, gpt)
+
+		// At admission: gpt-eval's first PVC is gpt's.
+		gptEval := func() *jobsetv1alpha2.JobSet {
+			return newJobSet(ns, "gpt-eval", perPodPolicy("ckpt", "worker", "{whenDeleted: Delete}"), replicatedJob("worker", 2, 1, "ckpt"))
+		}
+		err = c.Create(ctx, gptEval())
+		if err == nil {
+			t.Fatal("JobSet gpt-eval admitted; want it refused: its PVC ckpt-gpt-eval-worker-0-0 is JobSet gpt's")
+		}
+		if !strings.Contains(err.Error(), "ckpt-gpt-eval-worker-0-0 exists and was made for JobSet gpt ") {
+			t.Errorf("the refusal does not name the PVC and its JobSet: %v", err)
+		}
+
+		// After admission: without gpt's index 0, gpt-eval is admitted; its index 1 is gpt's.
+		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-0-0"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitClaimsGone(ctx, t, c, ns, gpt.Name, []string{"ckpt-gpt-eval-worker-0-0"})
+		second := gptEval()
+		framework.CreateAll(ctx, t, c, second)
+		expectEvents(ctx, t, c, second, "VolumeClaimNameTaken")
+		framework.Eventually(ctx, t, 30*time.Second, "the Event names both", func(ctx context.Context) (bool, string, error) {
+			var list corev1.EventList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, e := range list.Items {
+				if e.InvolvedObject.UID == second.UID && e.Reason == "VolumeClaimNameTaken" {
+					ok := e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "ckpt-gpt-eval-worker-1-0") && strings.Contains(e.Message, "JobSet gpt (uid "+gptUID+")")
+					return ok, e.Message, nil
+				}
+			}
+			return false, "no Event", nil
+		})
+		// The pod of index 1 waits: none is created with gpt's PVC, and gpt's PVC is as it was.
+		for range 10 {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: second.Name}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				for _, v := range p.Spec.Volumes {
+					if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "ckpt-gpt-eval-worker-1-0" {
+						t.Fatalf("pod %s mounts JobSet gpt's PVC ckpt-gpt-eval-worker-1-0", p.Name)
+					}
+				}
+			}
+			unchanged(ctx, t, c, ns, "ckpt-gpt-eval-worker-1-0", gptClaims["ckpt-gpt-eval-worker-1-0"], "gpt", gptUID)
+			time.Sleep(300 * time.Millisecond)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
+			t.Fatal(err)
+		}
+		if second.Status.TerminalState != "" {
+			t.Fatalf("JobSet gpt-eval finished (%s) without its own PVC of index 1", second.Status.TerminalState)
+		}
+
+		// gpt's PVC gone, gpt-eval gets its own, and runs to the end.
+		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-1-0"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 2, 1))
+		framework.WaitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
+		checkPodVolumes(ctx, t, c, ns, second.Name, map[string][]string{"worker": {"ckpt"}}, nil)
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestSmallerRerunLeavesOthers: pretrain ran with 4 Jobs and whenDeleted: Retain; a 2-Job
+// pretrain (a smoke test, whenDeleted: Delete) of the same name takes over the two retained
+// PVCs it mounts, and only those: deleting it deletes them, and leaves the checkpoints of
+// Jobs 2 and 3 as they were, with no owner, for the next full run.
+func TestSmallerRerunLeavesOthers(t *testing.T) {
+	f := framework.NamespacedFeature("a smaller re-run takes over only the retained PVCs it mounts", "the others are left as they were", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		full := newJobSet(ns, "pretrain", perPodPolicy("ckpt", "w", "{whenDeleted: Retain}"), replicatedJob("w", 4, 1, "ckpt"))
+		framework.CreateAll(ctx, t, c, full)
+		uids := waitClaimsBound(ctx, t, c, ns, full.Name, perPodNames("ckpt", "pretrain", "w", 4, 1))
+		framework.WaitJobSet(ctx, t, c, full, jobsetv1alpha2.JobSetCompleted)
+		fullUID := string(full.UID)
+		deleteJobSet(ctx, t, c, full)
+
+		smoke := newJobSet(ns, "pretrain", perPodPolicy("ckpt", "w", "{whenDeleted: Delete}"), replicatedJob("w", 2, 1, "ckpt"))
+		delay(smoke, "2s")
+		framework.CreateAll(ctx, t, c, smoke)
+		framework.WaitJobSet(ctx, t, c, smoke, jobsetv1alpha2.JobSetCompleted)
+		checkPodVolumes(ctx, t, c, ns, smoke.Name, map[string][]string{"w": {"ckpt"}}, nil)
+		// It mounts the retained PVCs of Jobs 0 and 1: taken over, owned by it (whenDeleted: Delete).
+		framework.Eventually(ctx, t, 30*time.Second, "Jobs 0 and 1's PVCs taken over", func(ctx context.Context) (bool, string, error) {
+			got, err := claims(ctx, c, ns, "pretrain")
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			for _, n := range []string{"ckpt-pretrain-w-0-0", "ckpt-pretrain-w-1-0"} {
+				pvc := got[n]
+				if pvc.UID != uids[n] || len(pvc.OwnerReferences) != 1 || pvc.OwnerReferences[0].UID != smoke.UID {
+					return false, fmt.Sprintf("%s: uid %s, owners %v", n, pvc.UID, pvc.OwnerReferences), nil
+				}
+			}
+			return true, "", nil
+		})
+		for _, n := range []string{"ckpt-pretrain-w-2-0", "ckpt-pretrain-w-3-0"} {
+			unchanged(ctx, t, c, ns, n, uids[n], "pretrain", fullUID)
+		}
+
+		deleteJobSet(ctx, t, c, smoke)
+		waitClaimsGone(ctx, t, c, ns, "pretrain", []string{"ckpt-pretrain-w-0-0", "ckpt-pretrain-w-1-0"})
+		for range 10 {
+			for _, n := range []string{"ckpt-pretrain-w-2-0", "ckpt-pretrain-w-3-0"} {
+				unchanged(ctx, t, c, ns, n, uids[n], "pretrain", fullUID)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
