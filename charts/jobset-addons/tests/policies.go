@@ -6,18 +6,23 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
-// recordsPolicies are the ValidatingAdmissionPolicies (and their bindings, of the same name)
-// that keep the records of each controller that writes records on JobSets.
-var recordsPolicies = map[string]string{"sequencer": "jobset-addons-sequencer-records"}
+// defaultPolicies are the ValidatingAdmissionPolicies (and their bindings, of the same name)
+// the chart installs by default for each controller: the records policy of each controller that
+// writes records on JobSets, the reserved-keys policy of each that makes objects, and the
+// sequencer's dry-runs-only policy.
+var defaultPolicies = map[string][]string{
+	"volumeclaims":   {"jobset-addons-volumeclaims-reserved-keys"},
+	"resourceclaims": {"jobset-addons-resourceclaims-reserved-keys"},
+	"sequencer":      {"jobset-addons-sequencer-records", "jobset-addons-sequencer-dry-runs-only"},
+	"podgroups":      {"jobset-addons-podgroups-reserved-keys"},
+}
 
-// checkPolicies: exactly the enabled controllers that keep records have their records policy
-// and its binding (the optional policies of admissionPolicies are off in these renders).
+// checkPolicies: exactly the enabled controllers have their default policies and bindings (the
+// optional policies of admissionPolicies are off in these renders).
 func (c *checker) checkPolicies(want combo, docs []doc) {
 	var exp []string
 	for _, n := range want.enabled {
-		if p, ok := recordsPolicies[n]; ok {
-			exp = append(exp, p)
-		}
+		exp = append(exp, defaultPolicies[n]...)
 	}
 	slices.Sort(exp)
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
