@@ -59,6 +59,13 @@ func expiryFixture(t *testing.T, now *time.Time, objs ...client.Object) (*Expiry
 	return &Expiry{Client: c, Reader: api, Recorder: events.NewFakeRecorder(100), Now: func() time.Time { return *now }}, c, api
 }
 
+// unusedSince gives pvc Kubernetes' Unused condition, True since t.
+func unusedSince(pvc *corev1.PersistentVolumeClaim, t time.Time) *corev1.PersistentVolumeClaim {
+	pvc.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimUnused, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(t)}}
+	return pvc
+}
+
 // seenAt marks pvc as first seen by the add-on at t.
 func seenAt(pvc *corev1.PersistentVolumeClaim, t time.Time) *corev1.PersistentVolumeClaim {
 	pvc.Annotations[contract.VolumeClaimFirstSeenAnnotationKey] = contract.VolumeClaimFirstSeenValue(t, pvc.UID)
@@ -159,9 +166,7 @@ func TestExpiryOwnClock(t *testing.T) {
 // once it completed, they do.
 func TestExpiryWaitsForItsJobSet(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	pvc := expiringPVC("data-train", true)
-	pvc.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimUnused, Status: corev1.ConditionTrue,
-		LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	pvc := unusedSince(expiringPVC("data-train", true), now.Add(-2*time.Hour))
 	js := jobSet(true).Obj()
 	js.Annotations[contract.PoliciesAnnotationKey] = "[]"
 	e, c, _ := expiryFixture(t, &now, seenAt(pvc, now.Add(-3*time.Hour)), js)
@@ -186,9 +191,7 @@ func TestExpiryWaitsForItsJobSet(t *testing.T) {
 // suspended); once it is gone, the PVC expires.
 func TestExpiryHeldByAnyJobSetOfItsName(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	pvc := expiringPVC("data-train", true)
-	pvc.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimUnused, Status: corev1.ConditionTrue,
-		LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	pvc := unusedSince(expiringPVC("data-train", true), now.Add(-2*time.Hour))
 	js := addontest.JobSet("ns", "train").UID("uid-2").Suspend(true).ReplicatedJobs(addontest.ReplicatedJob("w")).Obj()
 	e, c, _ := expiryFixture(t, &now, seenAt(pvc, now.Add(-3*time.Hour)), js)
 	reconcileExpiry(t, e, "data-train")
