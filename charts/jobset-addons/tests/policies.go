@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
@@ -29,6 +30,44 @@ func (c *checker) checkPolicies(want combo, docs []doc) {
 		if got := namesOf(docs, kind); !slices.Equal(got, exp) {
 			c.errorf("%s objects %v, want %v", kind, got, exp)
 		}
+	}
+	for _, d := range docs {
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(d.name, "jobset-addons-"), "-reserved-keys"); ok && d.kind == "ValidatingAdmissionPolicy" {
+			c.checkReservedKinds(d, name)
+		}
+	}
+}
+
+// checkReservedKinds: the reserved-keys policy of a controller covers, on CREATE and UPDATE,
+// exactly the kinds its allowlist lets it create (but Events, and the pods the sequencer only
+// dry-runs): every kind it makes, and nothing else.
+func (c *checker) checkReservedKinds(d doc, name string) {
+	var p admissionregistrationv1.ValidatingAdmissionPolicy
+	if !c.decode(d, &p) || p.Spec.MatchConstraints == nil {
+		c.errorf("%s: no matchConstraints", d)
+		return
+	}
+	var got, want []string
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		if !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
+			c.errorf("%s: operations %v, want [CREATE UPDATE]", d, r.Operations)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got = append(got, g+"/"+res)
+			}
+		}
+	}
+	for _, line := range allowlist[name] {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "cluster" && f[2] == "create" && !strings.HasSuffix(f[1], "/events") && f[1] != "/pods" {
+			want = append(want, f[1])
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		c.errorf("%s: covers %v, want the kinds %s creates: %v", d, got, name, want)
 	}
 }
 
