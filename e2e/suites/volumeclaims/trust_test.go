@@ -172,7 +172,7 @@ func TestRestored(t *testing.T) {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
 		// The policy as installed by default: the restore is refused, naming a key.
-		want := reservedRefusal("metadata.")
+		want := reservedRefusal("metadata.labels[" + contract.ManagedByLabelKey + "]")
 		framework.Eventually(ctx, t, 30*time.Second, "the restore refused by the reserved-keys policy", func(ctx context.Context) (bool, string, error) {
 			err := restorer.Create(ctx, pvc.DeepCopy())
 			if err == nil {
