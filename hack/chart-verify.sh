@@ -172,6 +172,10 @@ role: alerts|--set metrics.prometheusRule.enabled=true --set metrics.prometheusR
 namespace: monitoring|--set metrics.dashboard.enabled=true --set metrics.dashboard.namespace=monitoring
 name: jobset-addons-sequencer-pod-writes|--set admissionPolicies.limitAddonWrites.enabled=true
 name: jobset-addons-volumeclaims-pod-deletes|--set admissionPolicies.limitAddonWrites.enabled=true
+name: jobset-addons-volumeclaims-reserved-keys|
+name: jobset-addons-sequencer-dry-runs-only|
+!(request.userInfo.username in ['system:serviceaccount:velero:velero-server'])|--set admissionPolicies.reservedKeys.exemptUsers[0]=system:serviceaccount:velero:velero-server
+request.userInfo.groups.exists(g, g in ['backup-operators'])|--set admissionPolicies.reservedKeys.exemptGroups[0]=backup-operators
 EOF
 if ((values_failed == 0)); then
 	pass values "$values_ok value settings reach the manifests"
@@ -194,6 +198,10 @@ while read -r args; do
 done <<'EOF'
 --set logFormat=xml
 --set admissionPolicies.limitAddonWrites.enabled=yes
+--set admissionPolicies.reservedKeys.enabled=maybe
+--set admissionPolicies.reservedKeys.exemptUsers[0]=it's
+--set admissionPolicies.reservedKeys.exemptGroups=backup
+--set admissionPolicies.sequencerDryRunsOnly.enabled=1
 --set volumeclaims.enabled=maybe
 --set volumeclaims.featureGates.lower=true
 --set podgroups.featureGates.Gate=yes

@@ -16,7 +16,13 @@ func TestExpires(t *testing.T) {
 	running := &jobsetv1alpha2.JobSet{}
 	done := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{Conditions: []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}}}}
 	pvc := func(annotations map[string]string, unusedSince *time.Time) *corev1.PersistentVolumeClaim {
-		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
+		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "pvc-uid", Annotations: map[string]string{}}}
+		for k, v := range annotations {
+			p.Annotations[k] = v
+		}
+		if _, ok := annotations[contract.VolumeClaimFirstSeenAnnotationKey]; !ok {
+			p.Annotations[contract.VolumeClaimFirstSeenAnnotationKey] = contract.VolumeClaimFirstSeenValue(now.Add(-24*time.Hour), p.UID)
+		}
 		if unusedSince != nil {
 			p.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimUnused, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(*unusedSince)}}
 		}
@@ -34,6 +40,10 @@ func TestExpires(t *testing.T) {
 		"in use":                 {pvc(exp, nil), done, "3h0m0s unused"},
 		"unused for an hour":     {pvc(exp, &hourAgo), done, "2030-01-01T14:00:00Z (in 2h0m0s)"},
 		"unused for longer, due": {pvc(exp, ptrTime(now.Add(-4*time.Hour))), done, "2030-01-01T11:00:00Z (due)"},
+		"restored, not yet seen by volumeclaims": {pvc(map[string]string{contract.VolumeClaimExpireAfterUnusedAnnotationKey: "3h0m0s",
+			contract.VolumeClaimFirstSeenAnnotationKey: contract.VolumeClaimFirstSeenValue(now.Add(-24*time.Hour), "backed-up-uid")}, ptrTime(now.Add(-4*time.Hour))), done, "3h0m0s unused"},
+		"first seen after it turned unused": {pvc(map[string]string{contract.VolumeClaimExpireAfterUnusedAnnotationKey: "3h0m0s",
+			contract.VolumeClaimFirstSeenAnnotationKey: contract.VolumeClaimFirstSeenValue(hourAgo, "pvc-uid")}, ptrTime(now.Add(-4*time.Hour))), done, "2030-01-01T14:00:00Z (in 2h0m0s)"},
 	} {
 		if got := expires(tc.pvc, tc.js, now); got != tc.want {
 			t.Errorf("%s: expires = %q, want %q", name, got, tc.want)

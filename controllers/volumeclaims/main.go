@@ -40,6 +40,9 @@ func main() {
 			// not their pod templates): pods refused because of a PVC, told on the JobSet.
 			&corev1.Event{}: addon.FailedCreateEvents(),
 			&batchv1.Job{}:  addon.JobsOfJobSets(nil),
+			// Every pod, trimmed to the PVCs it mounts, its node and phase: the expiry's own
+			// clock finds a PVC's pods by claim name (controller.PodClaimIndex).
+			&corev1.Pod{}: controller.PodClaims(),
 		},
 		Kinds:              controller.Kinds,
 		MutatingWebhooks:   true,
@@ -66,7 +69,7 @@ func main() {
 				return err
 			}
 			e := &controller.Expiry{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
-			if err := e.SetupWithManager(mgr, common.ConcurrentReconciles); err != nil {
+			if err := e.SetupWithManager(ctx, mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
 			n := &controller.NodeLoss{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}

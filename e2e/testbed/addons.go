@@ -281,11 +281,21 @@ func KillAddon(c Config, name string) error {
 // chartWebhooks renders the chart with only the add-on name on, for its webhook configurations
 // and its RBAC.
 func (c Config) chartWebhooks(ctx context.Context, name string) ([]byte, error) {
+	return c.RenderChart(ctx, name)
+}
+
+// RenderChart renders the chart with the add-on name alone enabled, as the testbed runs it,
+// and values (helm --set arguments, "key=value") besides: what a test applies to show what
+// another setting does (ApplyPolicies).
+func (c Config) RenderChart(ctx context.Context, name string, values ...string) ([]byte, error) {
 	// The whole render: only its webhook configurations are used (--show-only fails on a
 	// template that renders nothing).
 	args := []string{"template", "jsa", filepath.Join(c.Root, "charts", "jobset-addons"), "--namespace", AddonNamespace}
 	for _, a := range Addons {
 		args = append(args, "--set", fmt.Sprintf("%s.enabled=%t", a, a == name))
+	}
+	for _, v := range values {
+		args = append(args, "--set", v)
 	}
 	cmd := exec.CommandContext(ctx, c.Bin("helm"), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_DATA_HOME="+filepath.Join(c.WorkDir, "helm"))

@@ -35,22 +35,38 @@ const ReasonPodsRefused = "PodsRefused"
 // API server refused; the Job has no condition for it.
 const FailedCreateReason = "FailedCreate"
 
+// JobController is the name kube-controller-manager's Job controller writes its Events under
+// (core/v1 source.component and reportingComponent).
+const JobController = "job-controller"
+
 // FailedCreateEvents scopes the Event informer to the Job controller's FailedCreate Events on
 // Jobs (a field selector), each trimmed to what PodsRefused reads: an add-on that watches them
 // caches those Events only. Put it in Options.Cache for &corev1.Event{}.
 func FailedCreateEvents() cache.ByObject {
-	return Trimmed(cache.ByObject{Field: fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": FailedCreateReason})}, func(obj any) {
+	return Trimmed(cache.ByObject{Field: fields.SelectorFromSet(fields.Set{
+		"involvedObject.kind": "Job", "reason": FailedCreateReason, "reportingComponent": JobController,
+	})}, func(obj any) {
 		if e, ok := obj.(*corev1.Event); ok {
 			*e = corev1.Event{
 				ObjectMeta:     metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace, UID: e.UID, ResourceVersion: e.ResourceVersion},
 				InvolvedObject: e.InvolvedObject, Reason: e.Reason, Message: e.Message, Type: e.Type,
+				Source: corev1.EventSource{Component: e.Source.Component}, ReportingController: e.ReportingController,
 			}
 		}
 	})
 }
 
+// fromJobController tells whether e is a Warning FailedCreate Event on a Job written as the Job
+// controller writes one: its source and reporting component are the Job controller's. An Event
+// anyone else wrote (a user may create Events) is not taken for one.
+func fromJobController(e *corev1.Event) bool {
+	return e.Type == corev1.EventTypeWarning && e.Reason == FailedCreateReason && e.InvolvedObject.Kind == "Job" &&
+		e.InvolvedObject.APIVersion == "batch/v1" && e.Source.Component == JobController && e.ReportingController == JobController
+}
+
 // PodsRefused tells, on a JobSet, that its Jobs cannot create their pods because of what the
-// add-on put in them: it watches the Job controller's FailedCreate Events (FailedCreateEvents),
+// add-on put in them: it watches the Job controller's FailedCreate Events (FailedCreateEvents;
+// only those whose source and reporting component are the Job controller's, fromJobController),
 // finds each one's Job and that Job's JobSet (the jobset-name label and the Job's controller
 // reference), asks Concerns whether the API server's message is about the add-on's part, and if
 // so emits one ReasonPodsRefused Warning on the JobSet per cause, naming the Job, the add-on's
@@ -79,7 +95,7 @@ func SetupPodsRefused(mgr ctrl.Manager, component string, concerns func(js *jobs
 func (r *PodsRefused) SetupWithManager(mgr ctrl.Manager) error {
 	failedCreate := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		e, ok := obj.(*corev1.Event)
-		return ok && e.Type == corev1.EventTypeWarning && e.Reason == FailedCreateReason && e.InvolvedObject.Kind == "Job"
+		return ok && fromJobController(e)
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("podsrefused").
 		For(&corev1.Event{}, builder.WithPredicates(failedCreate, predicate.Funcs{DeleteFunc: func(event.DeleteEvent) bool { return false }})).
@@ -91,6 +107,9 @@ func (r *PodsRefused) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	var e corev1.Event
 	if err := r.Client.Get(ctx, req.NamespacedName, &e); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fromJobController(&e) {
+		return reconcile.Result{}, nil
 	}
 	job, js, err := r.jobAndJobSet(ctx, &e)
 	if err != nil || js == nil {

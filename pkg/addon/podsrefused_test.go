@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -50,5 +51,43 @@ func TestNamedIn(t *testing.T) {
 	}
 	if got["ckpt-train-w-0-1."] || got["data-train,"] {
 		t.Errorf("NamedIn keeps punctuation: %v", got)
+	}
+}
+
+// TestFromJobController: only an Event written as kube-controller-manager's Job controller
+// writes a FailedCreate (a Warning on a batch/v1 Job, source and reporting component
+// job-controller) is taken for one; a user's Event that says the same is not.
+func TestFromJobController(t *testing.T) {
+	jobController := func() *corev1.Event {
+		return &corev1.Event{
+			Type: corev1.EventTypeWarning, Reason: FailedCreateReason, Message: `Error creating: pods "x" is forbidden: no`,
+			InvolvedObject:      corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Name: "train-w-0"},
+			Source:              corev1.EventSource{Component: JobController},
+			ReportingController: JobController,
+		}
+	}
+	cases := map[string]struct {
+		edit func(*corev1.Event)
+		want bool
+	}{
+		"the Job controller's":         {func(*corev1.Event) {}, true},
+		"no source (a user's)":         {func(e *corev1.Event) { e.Source, e.ReportingController = corev1.EventSource{}, "" }, false},
+		"another source":               {func(e *corev1.Event) { e.Source.Component = "kubectl" }, false},
+		"another reporting controller": {func(e *corev1.Event) { e.ReportingController = "me" }, false},
+		"Normal":                       {func(e *corev1.Event) { e.Type = corev1.EventTypeNormal }, false},
+		"another reason":               {func(e *corev1.Event) { e.Reason = "SuccessfulCreate" }, false},
+		"about a JobSet": {func(e *corev1.Event) {
+			e.InvolvedObject.Kind, e.InvolvedObject.APIVersion = "JobSet", "jobset.x-k8s.io/v1alpha2"
+		}, false},
+		"about a Job of another API group": {func(e *corev1.Event) { e.InvolvedObject.APIVersion = "example.com/v1" }, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := jobController()
+			tc.edit(e)
+			if got := fromJobController(e); got != tc.want {
+				t.Errorf("fromJobController = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -135,6 +135,12 @@ const (
 	// volumeclaims only where Kubernetes sets no Unused condition on PVCs (the feature gate
 	// PersistentVolumeClaimUnusedSinceTime off): since when (RFC 3339) it saw no pod use it.
 	VolumeClaimUnusedSinceAnnotationKey = "volumeclaims." + Domain + "/unused-since"
+	// VolumeClaimFirstSeenAnnotationKey is an annotation on a PVC with an expiry, written by
+	// volumeclaims the first time its expiry looks at the PVC: when (RFC 3339) and the PVC's UID,
+	// space-separated (VolumeClaimFirstSeenValue). The expiry clock never starts before it; one
+	// that names another UID (the PVC was restored from a backup, which makes a new object) is
+	// not the add-on's sight of this PVC and is written again.
+	VolumeClaimFirstSeenAnnotationKey = "volumeclaims." + Domain + "/first-seen"
 
 	// VolumeClaimsPlaceholderClaimName is the claimName of the volume that the volumeclaims JobSet
 	// webhook puts in a targeted pod template for each per-pod template (a Job's pod template

@@ -137,7 +137,7 @@ func TestKeys(t *testing.T) {
 		"PoliciesAnnotationKey": PoliciesAnnotationKey, "VolumeClaimTemplateLabelKey": VolumeClaimTemplateLabelKey,
 		"VolumeClaimReplicatedJobLabelKey": VolumeClaimReplicatedJobLabelKey, "VolumeClaimJobIndexLabelKey": VolumeClaimJobIndexLabelKey,
 		"VolumeClaimPodIndexLabelKey": VolumeClaimPodIndexLabelKey, "VolumeClaimsPerPodLabelKey": VolumeClaimsPerPodLabelKey, "VolumeClaimsPerPodVolumesAnnotationKey": VolumeClaimsPerPodVolumesAnnotationKey, "VolumeClaimsPlaceholderClaimName": VolumeClaimsPlaceholderClaimName, "VolumeClaimJobSetUIDAnnotationKey": VolumeClaimJobSetUIDAnnotationKey,
-		"VolumeClaimExpireAfterUnusedAnnotationKey": VolumeClaimExpireAfterUnusedAnnotationKey, "VolumeClaimClaimedAtAnnotationKey": VolumeClaimClaimedAtAnnotationKey, "VolumeClaimUnusedSinceAnnotationKey": VolumeClaimUnusedSinceAnnotationKey,
+		"VolumeClaimExpireAfterUnusedAnnotationKey": VolumeClaimExpireAfterUnusedAnnotationKey, "VolumeClaimClaimedAtAnnotationKey": VolumeClaimClaimedAtAnnotationKey, "VolumeClaimUnusedSinceAnnotationKey": VolumeClaimUnusedSinceAnnotationKey, "VolumeClaimFirstSeenAnnotationKey": VolumeClaimFirstSeenAnnotationKey,
 		"VolumeClaimsAdmittedAnnotationKey": VolumeClaimsAdmittedAnnotationKey, "TemplatesAnnotationKey": TemplatesAnnotationKey,
 		"ResourceClaimTemplateLabelKey": ResourceClaimTemplateLabelKey,
 		"ExecutionPolicyAnnotationKey":  ExecutionPolicyAnnotationKey, "WaitForAnnotationKey": WaitForAnnotationKey,

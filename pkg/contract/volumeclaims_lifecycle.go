@@ -1,10 +1,12 @@
 package contract
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -14,7 +16,9 @@ import (
 //     whenDeleted: Retain) is deleted once no pod has used it for that long. Since when it is
 //     unused is the PVC's Unused condition (Kubernetes 1.37, on by default); where Kubernetes
 //     sets none, volumeclaims keeps its own clock (VolumeClaimUnusedSinceAnnotationKey). A JobSet
-//     that reuses the PVC restarts the clock (VolumeClaimClaimedAtAnnotationKey).
+//     that reuses the PVC restarts the clock (VolumeClaimClaimedAtAnnotationKey), and the clock
+//     never starts before volumeclaims first saw the PVC (VolumeClaimFirstSeenAnnotationKey): a
+//     PVC restored from a backup with an old unused-since is new to it.
 //   - whenNodeLost: Recreate gives up a per-pod PVC whose volume can be used on one lost node
 //     only (deleted, or NotReady and unreachable for nodeLostGracePeriod): the PVC is deleted,
 //     and made again, empty, for the Job's replacement pod. Keep (the default) waits for the node.
@@ -72,12 +76,16 @@ func defaultLifecycle(r *VolumeRetentionPolicy, shared bool, path *field.Path) f
 
 // VolumeClaimExpiry tells when pvc expires and since when it is unused, from what volumeclaims
 // and Kubernetes wrote on it: ok is false when it has no expiry, or is in use, or nothing says
-// since when it is unused. The clock starts at the latest of: the Unused condition turning True
-// (or, without that condition, VolumeClaimUnusedSinceAnnotationKey) and the PVC's taking by its
-// JobSet (VolumeClaimClaimedAtAnnotationKey).
+// since when it is unused, or volumeclaims has not yet seen this PVC (VolumeClaimFirstSeen).
+// The clock starts at the latest of: the Unused condition turning True (or, without that
+// condition, VolumeClaimUnusedSinceAnnotationKey), the PVC's taking by its JobSet
+// (VolumeClaimClaimedAtAnnotationKey) and volumeclaims' first sight of it.
 func VolumeClaimExpiry(pvc *corev1.PersistentVolumeClaim) (at, since time.Time, ok bool) {
 	after, err := time.ParseDuration(pvc.Annotations[VolumeClaimExpireAfterUnusedAnnotationKey])
 	if err != nil || after <= 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	if _, seen := VolumeClaimFirstSeen(pvc); !seen {
 		return time.Time{}, time.Time{}, false
 	}
 	since, ok = VolumeClaimUnusedSince(pvc)
@@ -85,6 +93,24 @@ func VolumeClaimExpiry(pvc *corev1.PersistentVolumeClaim) (at, since time.Time, 
 		return time.Time{}, time.Time{}, false
 	}
 	return since.Add(after), since, true
+}
+
+// VolumeClaimFirstSeenValue is the value of VolumeClaimFirstSeenAnnotationKey: the time
+// (RFC 3339) volumeclaims first saw the PVC of uid.
+func VolumeClaimFirstSeenValue(at time.Time, uid types.UID) string {
+	return at.UTC().Format(time.RFC3339) + " " + string(uid)
+}
+
+// VolumeClaimFirstSeen tells when volumeclaims first saw pvc (VolumeClaimFirstSeenAnnotationKey):
+// ok is false when nothing says, or what it says is of another object of the same name (a PVC
+// restored from a backup is a new object, with a new UID, whatever its annotations say).
+func VolumeClaimFirstSeen(pvc *corev1.PersistentVolumeClaim) (time.Time, bool) {
+	at, uid, found := strings.Cut(pvc.Annotations[VolumeClaimFirstSeenAnnotationKey], " ")
+	if !found || uid == "" || types.UID(uid) != pvc.UID {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	return t, err == nil
 }
 
 // VolumeClaimUnusedSince tells since when no pod uses pvc, as VolumeClaimExpiry counts it.
@@ -103,6 +129,9 @@ func VolumeClaimUnusedSince(pvc *corev1.PersistentVolumeClaim) (time.Time, bool)
 		since = t
 	}
 	if t, err := time.Parse(time.RFC3339, pvc.Annotations[VolumeClaimClaimedAtAnnotationKey]); err == nil && t.After(since) {
+		since = t
+	}
+	if t, ok := VolumeClaimFirstSeen(pvc); ok && t.After(since) {
 		since = t
 	}
 	return since, true

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -100,10 +101,29 @@ func TestVolumeClaimExpiry(t *testing.T) {
 		"the condition wins over the own clock": {map[string]string{
 			VolumeClaimExpireAfterUnusedAnnotationKey: "1h", VolumeClaimUnusedSinceAnnotationKey: t0.Format(time.RFC3339)},
 			unused(corev1.ConditionFalse, t0), time.Time{}, false},
+		"first seen after it turned unused: the clock starts at the first sight": {map[string]string{
+			VolumeClaimExpireAfterUnusedAnnotationKey: "1h", VolumeClaimUnusedSinceAnnotationKey: t0.Format(time.RFC3339),
+			VolumeClaimFirstSeenAnnotationKey: VolumeClaimFirstSeenValue(t0.Add(24*time.Hour), "pvc-uid")},
+			nil, t0.Add(25 * time.Hour), true},
+		"never seen: no clock yet": {map[string]string{
+			VolumeClaimExpireAfterUnusedAnnotationKey: "1h", VolumeClaimUnusedSinceAnnotationKey: t0.Format(time.RFC3339),
+			VolumeClaimFirstSeenAnnotationKey: ""},
+			nil, time.Time{}, false},
+		"restored: first seen names another object, no clock yet": {map[string]string{
+			VolumeClaimExpireAfterUnusedAnnotationKey: "1h", VolumeClaimUnusedSinceAnnotationKey: t0.Format(time.RFC3339),
+			VolumeClaimFirstSeenAnnotationKey: VolumeClaimFirstSeenValue(t0, "backed-up-uid")},
+			unused(corev1.ConditionTrue, t0), time.Time{}, false},
+		"first seen unreadable": {map[string]string{
+			VolumeClaimExpireAfterUnusedAnnotationKey: "1h", VolumeClaimFirstSeenAnnotationKey: "yesterday pvc-uid"},
+			unused(corev1.ConditionTrue, t0), time.Time{}, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}
+			// Seen by volumeclaims long before, unless the case says otherwise.
+			annotations := map[string]string{VolumeClaimFirstSeenAnnotationKey: VolumeClaimFirstSeenValue(t0.Add(-24*time.Hour), "pvc-uid")}
+			maps.Copy(annotations, tc.annotations)
+			maps.DeleteFunc(annotations, func(_, v string) bool { return v == "" })
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "pvc-uid", Annotations: annotations}}
 			pvc.Status.Conditions = tc.conditions
 			got, _, ok := VolumeClaimExpiry(pvc)
 			if ok != tc.ok || !got.Equal(tc.want) {

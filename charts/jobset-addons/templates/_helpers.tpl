@@ -201,10 +201,11 @@ volumeclaims:
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
   # The pods that hold PVCs retention deleted: listed to say so, and the JobSet's finished
   # ones deleted where the policy says finishedPods: Delete; the pods that use a PVC before it
-  # expires; the pod stuck on a lost node (whenNodeLost: Recreate).
+  # expires (watched, trimmed to the PVCs they mount, where Kubernetes sets no Unused
+  # condition); the pod stuck on a lost node (whenNodeLost: Recreate).
   - apiGroups: [""]
     resources: ["pods"]
-    verbs: ["list", "delete"]
+    verbs: ["list", "watch", "delete"]
   # The Job controller's FailedCreate Events, to tell a JobSet whose pods are refused.
   - apiGroups: [""]
     resources: ["events"]

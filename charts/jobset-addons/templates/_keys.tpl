@@ -63,3 +63,22 @@ conditions decide) and on an UPDATE that adds, removes or changes one of the add
 {{- end }}
 {{- join " || " $parts }}
 {{- end }}
+
+{{/*
+The kinds each add-on makes, as resourceRules (apiGroups, resources), keyed by controller name:
+on these, the add-on's reserved keys (templates/policies.yaml, admissionPolicies.reservedKeys)
+are written by its ServiceAccount alone.
+*/}}
+{{- define "jobset-addons.madeObjects" -}}
+volumeclaims:
+  - apiGroups: [""]
+    resources: ["persistentvolumeclaims"]
+resourceclaims:
+  - apiGroups: ["resource.k8s.io"]
+    resources: ["resourceclaims"]
+podgroups:
+  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+    resources: ["podgroups"]
+  - apiGroups: ["scheduling.k8s.io"]
+    resources: ["workloads", "podgroups", "compositepodgroups"]
+{{- end }}

@@ -47,7 +47,7 @@ var allowlist = func() map[string][]string {
 		// pods: list those that hold PVCs retention deleted, delete the finished ones (finishedPods: Delete).
 		// events: FailedCreate of Jobs, to tell pods refused because of a PVC or a claim.
 		// nodes, persistentvolumes: whenNodeLost reads the node a PVC's volume is pinned to.
-		"volumeclaims": slices.Concat(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "delete"),
+		"volumeclaims": slices.Concat(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "watch", "delete"),
 			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch"), crud("/persistentvolumes", "get", "list", "watch")),
 		"resourceclaims": slices.Concat(crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
 			crud("/events", "list", "watch")),

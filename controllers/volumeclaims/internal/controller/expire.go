@@ -21,7 +21,7 @@ import (
 // conditional on the PVC being the one looked at, unchanged: a JobSet that took it in between
 // (and restarted its clock) keeps it.
 func (e *Expiry) expire(ctx context.Context, pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet, since time.Time) (ctrl.Result, error) {
-	users, holders, err := e.podsOf(ctx, pvc)
+	users, holders, err := podsOf(ctx, e.Reader, pvc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

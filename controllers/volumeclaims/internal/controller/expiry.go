@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -23,6 +25,46 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
+// PodClaimIndex is the field index of the manager's pod cache by the names of the PVCs a pod
+// mounts (spec.volumes[].persistentVolumeClaim.claimName): the expiry's own clock finds a PVC's
+// pods by it, with no request to the API server.
+const PodClaimIndex = "spec.volumes.persistentVolumeClaim.claimName"
+
+// PodClaims is the cache of pods the expiry's own clock reads: every pod, trimmed to what it
+// reads (its name, the PVCs it mounts, its node and phase). Put it in Options.Cache for
+// &corev1.Pod{}.
+func PodClaims() cache.ByObject {
+	return addon.Trimmed(cache.ByObject{}, func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		var volumes []corev1.Volume
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
+			}
+		}
+		*p = corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+			Spec:       corev1.PodSpec{Volumes: volumes, NodeName: p.Spec.NodeName},
+			Status:     corev1.PodStatus{Phase: p.Status.Phase},
+		}
+	})
+}
+
+// claimsOfPod is PodClaimIndex's function.
+func claimsOfPod(o client.Object) []string {
+	var out []string
+	for _, v := range o.(*corev1.Pod).Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return out
+}
+
 // ownClockRecheck is how often a retained PVC with an expiry is looked at again where
 // Kubernetes sets no Unused condition (the add-on then watches no pod: it looks), and how soon
 // an expired PVC that a pod turned out to use is looked at again.
@@ -34,10 +76,11 @@ const ownClockRecheck = time.Minute
 // retained when its JobSet is gone or finished: while the JobSet runs (or waits: suspended,
 // queued), its PVCs never expire.
 type Expiry struct {
-	// Client reads the add-on's PVCs and the JobSets from the cache, and deletes.
+	// Client reads the add-on's PVCs, the JobSets and (without the Unused condition, at each
+	// look) the pods that mount a PVC (PodClaimIndex) from the cache, and deletes.
 	Client client.Client
 	// Reader lists, from the API server, the pods of the PVC's namespace just before it is
-	// deleted (and, without the Unused condition, at each look).
+	// deleted: data is never deleted on what a cache says.
 	Reader   client.Reader
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
@@ -45,10 +88,14 @@ type Expiry struct {
 }
 
 // SetupWithManager registers the expiry for the add-on's PVCs with an expiry, and for changes
-// of their JobSets (a JobSet that finishes or goes starts its PVCs' clocks).
-func (e *Expiry) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+// of their JobSets (a JobSet that finishes or goes starts its PVCs' clocks), and the index of
+// the pod cache by claim name (PodClaimIndex).
+func (e *Expiry) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if err := registerRetained(mgr.GetCache()); err != nil {
 		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodClaimIndex, claimsOfPod); err != nil {
+		return fmt.Errorf("indexing pods by claim name: %w", err)
 	}
 	hasExpiry := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[contract.VolumeClaimExpireAfterUnusedAnnotationKey]
@@ -95,9 +142,12 @@ func (e *Expiry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if !expiring(pvc) {
 		return ctrl.Result{}, nil
 	}
-	js, err := e.jobSet(ctx, pvc)
-	if err != nil || (js != nil && !finished(js)) {
+	js, held, err := e.jobSet(ctx, pvc)
+	if err != nil || held {
 		return ctrl.Result{}, err // in its JobSet's hands: a change of the JobSet brings it back
+	}
+	if _, seen := contract.VolumeClaimFirstSeen(pvc); !seen {
+		return e.firstSeen(ctx, pvc)
 	}
 	own := contract.UnusedCondition(pvc) == nil
 	if own {
@@ -126,20 +176,40 @@ func expiring(pvc *corev1.PersistentVolumeClaim) bool {
 		pvc.DeletionTimestamp.IsZero() && pvc.Status.Phase == corev1.ClaimBound
 }
 
-// jobSet returns the JobSet of the PVC's name, nil when there is none.
-func (e *Expiry) jobSet(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*jobsetv1alpha2.JobSet, error) {
-	js := &jobsetv1alpha2.JobSet{}
+// jobSet returns the JobSet of the PVC's name that uses the policies (nil when there is none),
+// and whether a JobSet of that name holds the PVC: any that exists and is not being deleted,
+// except one with the policies that finished. A JobSet without the policies may mount the PVC
+// by its claimName (and be suspended, or queued); the add-on does not read what it mounts, so
+// it holds the PVC while it exists.
+func (e *Expiry) jobSet(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (js *jobsetv1alpha2.JobSet, held bool, err error) {
+	js = &jobsetv1alpha2.JobSet{}
 	key := types.NamespacedName{Namespace: pvc.Namespace, Name: pvc.Labels[contract.JobSetNameLabelKey]}
 	if err := e.Client.Get(ctx, key, js); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, err
+		return nil, false, err
 	}
-	if !policy.Uses(js) || !js.DeletionTimestamp.IsZero() {
-		return nil, nil // a JobSet of the same name without policies does not hold the PVC
+	switch {
+	case !js.DeletionTimestamp.IsZero():
+		return nil, false, nil
+	case !policy.Uses(js):
+		return nil, true, nil
 	}
-	return js, nil
+	return js, !finished(js), nil
+}
+
+// firstSeen writes the add-on's first sight of the PVC (contract.VolumeClaimFirstSeen) on it:
+// the clock starts no earlier. A PVC restored from a backup, whatever its annotations say, is
+// a new object and is seen anew. The write brings the PVC back.
+func (e *Expiry) firstSeen(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (ctrl.Result, error) {
+	patch := client.MergeFrom(pvc.DeepCopy())
+	pvc.Annotations[contract.VolumeClaimFirstSeenAnnotationKey] = contract.VolumeClaimFirstSeenValue(e.now(), pvc.UID)
+	if err := e.Client.Patch(ctx, pvc, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("First sight of a retained PVC with an expiry", "pvc", pvc.Name)
+	return ctrl.Result{}, nil
 }
 
 // finished tells whether the JobSet completed or failed.
@@ -151,7 +221,7 @@ func finished(js *jobsetv1alpha2.JobSet) bool {
 // ownClock keeps the add-on's clock of a PVC without the Unused condition: it looks whether a
 // pod uses the PVC, and writes since when none does (or clears it). done: come back later.
 func (e *Expiry) ownClock(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (ctrl.Result, bool, error) {
-	users, _, err := e.podsOf(ctx, pvc)
+	users, _, err := podsOf(ctx, e.Client, pvc, client.MatchingFields{PodClaimIndex: pvc.Name})
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
@@ -171,12 +241,12 @@ func (e *Expiry) ownClock(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 	return ctrl.Result{RequeueAfter: ownClockRecheck}, len(users) > 0, nil
 }
 
-// podsOf lists, from the API server, the pods of pvc's namespace that mount it: users (not
+// podsOf lists, with r, the pods of pvc's namespace (and opts) that mount it: users (not
 // finished: they use it) and holders (finished, but ran with it: Kubernetes keeps a deleted PVC
 // while they exist).
-func (e *Expiry) podsOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (users, holders []string, err error) {
+func podsOf(ctx context.Context, r client.Reader, pvc *corev1.PersistentVolumeClaim, opts ...client.ListOption) (users, holders []string, err error) {
 	var pods corev1.PodList
-	if err := e.Reader.List(ctx, &pods, client.InNamespace(pvc.Namespace)); err != nil {
+	if err := r.List(ctx, &pods, append([]client.ListOption{client.InNamespace(pvc.Namespace)}, opts...)...); err != nil {
 		return nil, nil, fmt.Errorf("listing the pods of %s: %w", pvc.Namespace, err)
 	}
 	for i := range pods.Items {
