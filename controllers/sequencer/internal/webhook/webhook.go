@@ -38,7 +38,7 @@ type JobSetWebhook struct {
 	// Barrier is the start barrier's init container: its image and resources.
 	Barrier sequence.BarrierSettings
 	// DryRun, when set, has the API server judge a pod of each pod template that gets the
-	// start barrier's init container (barrierDryRuns).
+	// start barrier's init container (sequence.BarrierDryRuns).
 	DryRun *addon.DryRunner
 }
 
@@ -60,7 +60,7 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
 // in one response (sequence.ValidateCreate), and a JobSet with a start barrier whose pods the
-// API server refuses for good (barrierDryRuns); it warns of barrier pods refused for a reason
+// API server refuses for good (sequence.BarrierDryRuns); it warns of barrier pods refused for a reason
 // that may change (quota, LimitRange, Pod Security), and with sequence.Warnings (Kueue's
 // waitForPodsReady, a JobSet barrier on a staged JobSet).
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
@@ -70,7 +70,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	if !sequence.Uses(js) {
 		return nil, nil
 	}
-	refused, warnings := w.DryRun.Check(ctx, barrierDryRuns(js))
+	refused, warnings := w.DryRun.Check(ctx, sequence.BarrierDryRuns(js))
 	if len(refused) > 0 {
 		return warnings, jobsets.Invalid(js, refused)
 	}
