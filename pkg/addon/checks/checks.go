@@ -73,11 +73,12 @@ func CheckWith(in *jobsetv1alpha2.JobSet, validate Validator) (errs field.ErrorL
 	errs = append(errs, rc...)
 	errs = append(errs, judge(resourceclaims.DryRuns(js, named))...)
 	warnings = append(warnings, resourceclaims.Warnings(js)...)
-	seq := sequencer.ValidateCreate(js)
+	sp := sequencer.ParseJobSet(js)
+	seq := sp.Validate(js)
 	if len(seq) == 0 {
 		seq = judge(sequencer.BarrierDryRuns(js))
 	}
-	add(seq, func() []string { return sequencer.Warnings(js) })
+	add(seq, func() []string { return sp.Warnings(js) })
 	add(podgroups.ValidateCreate(js), func() []string { return podgroups.Warnings(js) })
 	return errs, warnings
 }
