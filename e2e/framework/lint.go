@@ -25,10 +25,11 @@ var ourWebhook = regexp.MustCompile(`admission webhook "[mv]jobset\.(volumeclaim
 
 // needsCluster tells whether a cause of a refusal is one kubectl jobset-addons lint cannot
 // find offline, as its help says: what the namespace's quota, LimitRanges, Pod Security and
-// admission policies decide, which CRDs, APIs and feature gates the cluster serves, and the
-// controllers' configuration (the schedulers' names).
+// admission policies decide, the namespace's labels (a device's admin access), which CRDs,
+// APIs and feature gates the cluster serves ("this cluster..."), and the controllers'
+// configuration (the schedulers' names).
 func needsCluster(c metav1.StatusCause) bool {
-	for _, s := range []string{"ValidatingAdmissionPolicy", "exceeded quota", "LimitRange", "PodSecurity", "this cluster", "feature gate"} {
+	for _, s := range []string{"ValidatingAdmissionPolicy", "exceeded quota", "LimitRange", "PodSecurity", "on the containing namespace", "this cluster"} {
 		if strings.Contains(c.Message, s) {
 			return true
 		}
