@@ -1,6 +1,7 @@
 // Package checks runs on a new JobSet what the four add-ons' JobSet webhooks check without the
 // cluster (Check), each add-on's part from its own package below, the same functions its webhook
-// calls: kubectl jobset-addons lint is Check on the JobSets of manifests.
+// calls: kubectl jobset-addons lint is CheckWith on the JobSets of manifests, with the API
+// server's own validation of the objects the webhooks dry-run.
 package checks
 
 import (
@@ -32,10 +33,11 @@ type Validator func(obj client.Object) field.ErrorList
 // CheckWith is what the add-ons' JobSet webhooks refuse (errs) and warn of in a new JobSet, of
 // what needs no cluster: on a copy, JobSet's own defaults (JobSetDefaults) and the add-ons'
 // mutating webhooks' checks and changes first (podgroups' ForeignGangs; volumeclaims' Default,
-// the sequencer's with the barrier's default settings), then each add-on's checks, and validate (when not nil) on each object
-// the webhooks dry-run (PVCs, ResourceClaims, barrier pods), its problems under the path the
-// object comes from, as the webhooks tell the API server's. Each add-on's Warnings come, as from
-// its webhook, only when it refuses nothing (resourceclaims' always).
+// the sequencer's with the barrier's default settings), then each add-on's checks, and
+// validate (when not nil) on each object the webhooks dry-run (PVCs, ResourceClaims, barrier
+// pods), its problems under the path the object comes from, as the webhooks tell the API
+// server's. Each add-on's Warnings come, as from its webhook, only when it refuses nothing
+// (resourceclaims' always).
 func CheckWith(in *jobsetv1alpha2.JobSet, validate Validator) (errs field.ErrorList, warnings []string) {
 	js := in.DeepCopy()
 	JobSetDefaults(js)

@@ -1,7 +1,7 @@
 // Package resourceclaims holds the checks and Warnings of the resourceclaims JobSet webhook
 // that need no cluster (ValidateCreate, ScaledPastSharers, Warnings), which kubectl
-// jobset-addons lint runs offline. The feature gate and the dry runs of the claims stay with
-// the controller.
+// jobset-addons lint runs offline, and the claims lint validates as the API server would
+// (DryRuns). The feature gate and the dry runs themselves stay with the controller.
 package resourceclaims
 
 import (
