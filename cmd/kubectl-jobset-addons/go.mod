@@ -5,17 +5,11 @@ go 1.26.0
 replace (
 	github.com/jobset-addons/jobset-addons/pkg/addon => ../../pkg/addon
 	github.com/jobset-addons/jobset-addons/pkg/contract => ../../pkg/contract
-	k8s.io/api => k8s.io/api v0.37.2
-	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
-	k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver => k8s.io/apiserver v0.37.2
 	k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.2
-	k8s.io/client-go => k8s.io/client-go v0.37.2
 	k8s.io/cloud-provider => k8s.io/cloud-provider v0.37.2
 	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.37.2
 	k8s.io/code-generator => k8s.io/code-generator v0.37.2
-	k8s.io/component-base => k8s.io/component-base v0.37.2
-	k8s.io/component-helpers => k8s.io/component-helpers v0.37.2
 	k8s.io/controller-manager => k8s.io/controller-manager v0.37.2
 	k8s.io/cri-api => k8s.io/cri-api v0.37.2
 	k8s.io/cri-client => k8s.io/cri-client v0.37.2
