@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	pvcutil "k8s.io/kubernetes/pkg/api/persistentvolumeclaim"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	core "k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install" // v1 defaults and conversions
@@ -21,9 +22,11 @@ import (
 
 // apiServerValidation judges an object an add-on would make as the API server of this
 // project's Kubernetes version does on create, offline, with its own code: the object's
-// defaults set, converted to the API server's internal version, and validated by the
-// validation its registry runs (the PersistentVolumeClaim, ResourceClaim and Pod strategies'
-// Validate), with the default feature gates. What the API server checks beyond that (quota,
+// defaults set, converted to the API server's internal version, prepared as the registry's
+// PrepareForCreate prepares the PVC's and the pod's spec (a PVC's dataSource copied to its
+// dataSourceRef), and validated by the validation its registry runs (the
+// PersistentVolumeClaim, ResourceClaim and Pod strategies' Validate), with the default feature
+// gates. What the API server checks beyond that (quota,
 // LimitRange, Pod Security, admission webhooks and policies, whether the namespace can be
 // written) needs the cluster. An object of another kind is not judged. A manifest without a
 // namespace is applied to one the API server fills in: its objects are judged in "default".
@@ -38,6 +41,10 @@ func apiServerValidation(obj client.Object) field.ErrorList {
 		if err := internal(o, pvc); err != nil {
 			return err
 		}
+		// What the PVC strategy's PrepareForCreate does to the spec before validation.
+		pvcutil.DropDisabledFields(&pvc.Spec, nil)
+		pvcutil.EnforceDataSourceBackwardsCompatibility(&pvc.Spec, nil)
+		pvcutil.NormalizeDataSources(&pvc.Spec)
 		return corevalidation.ValidatePersistentVolumeClaim(pvc, corevalidation.ValidationOptionsForPersistentVolumeClaim(pvc, nil))
 	case *resourcev1.ResourceClaim:
 		claim := &resource.ResourceClaim{}
@@ -53,6 +60,9 @@ func apiServerValidation(obj client.Object) field.ErrorList {
 		if pod.Name == "" {
 			pod.Name = pod.GenerateName + "x" // the API server names it before it validates it
 		}
+		// What the pod strategy's PrepareForCreate does that validation reads.
+		podutil.DropDisabledPodFields(pod, nil)
+		podutil.DefaultPodLevelResources(pod)
 		opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&pod.Spec, nil, &pod.ObjectMeta, nil)
 		opts.ResourceIsPod = true
 		return corevalidation.ValidatePodCreate(pod, opts)
