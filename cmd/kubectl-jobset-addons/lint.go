@@ -27,12 +27,19 @@ built with the runtime's name where the TrainJob's will be); and TrainJobs whose
 the input too. Other kinds are skipped. -f takes files, directories (their .yaml, .yml and .json
 files) and - (standard input); a file may hold several documents.
 
+Each object an add-on would make from the manifest (a volumeclaims PVC, a resourceclaims
+ResourceClaim, a pod with the start barrier's init container, with the barrier's default image
+and resources) is validated as the API server validates it, with its own code at this release's
+Kubernetes version and default feature gates; a manifest without a namespace is taken to be
+applied to "default". Its problems are printed at the path of the template it comes from.
+
 Not checked offline, because they need the cluster (the webhooks check them when the JobSet is
-created): the API server's own judgement of each PVC, ResourceClaim, barrier pod and PodGroup
-(dry runs: the spec, quota, LimitRange, Pod Security, other webhooks); whether a scheduler's
-PodGroup CRD, the Workload API or CompositePodGroup is served; the controllers' configuration
-(podgroups' scheduler names, resourceclaims' feature gate); priority class values; whether the
-apiserver keeps a PodGroup's claims; and what Trainer changes in its JobSet (numNodes).
+created): the namespace's ResourceQuota and LimitRanges, Pod Security, other admission webhooks
+and policies; the PodGroups and Workloads of podgroups (their CRDs' schemas are the cluster's);
+whether a scheduler's PodGroup CRD, the Workload API or CompositePodGroup is served; the
+controllers' configuration (podgroups' scheduler names, the barrier's image and resources,
+resourceclaims' feature gate); priority class values; whether the apiserver keeps a PodGroup's
+claims; and what Trainer changes in its JobSet (numNodes).
 
 Exit status: 0 when nothing is wrong (warnings allowed), 1 when a problem was found, 2 when the
 input cannot be read.`
@@ -123,7 +130,7 @@ func lintObject(o object) []finding {
 	if o.js == nil {
 		return nil
 	}
-	errs, warnings := checks.Check(o.js)
+	errs, warnings := checks.CheckWith(o.js, apiServerValidation)
 	var out []finding
 	for _, e := range errs {
 		f := at

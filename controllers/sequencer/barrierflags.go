@@ -5,7 +5,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
-	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -16,7 +15,7 @@ type barrierFlags struct {
 }
 
 func (f *barrierFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.image, "barrier-image", "ghcr.io/jobset-addons/barrier:"+version.String(),
+	fs.StringVar(&f.image, "barrier-image", sequence.DefaultBarrierImage(),
 		"Image of the start barrier's init container, which the webhook adds to JobSets with the "+contract.StartBarrierAnnotationKey+" annotation (the chart pins it by digest)")
 	f.cpuRequest = quantityFlag{sequence.DefaultBarrierCPURequest}
 	f.cpuLimit = quantityFlag{sequence.DefaultBarrierCPULimit}

@@ -44,16 +44,19 @@ func CreateRefused(ctx context.Context, t *testing.T, c client.Client, obj clien
 	if !ok {
 		t.Fatalf("error %v has no field causes", err)
 	}
-	ExpectCauses(t, err, obj.GetNamespace())
+	ExpectCauses(t, obj, err)
 	return paths, err
 }
 
-// ExpectCauses compares the causes of the refusal err, one "field: message" a line, sorted,
-// with the calling suite's golden file testdata/refusals/TEST.txt (TEST is the test's name), so
-// that every bad input is pinned to its exact paths and messages; the namespace ns reads as
-// NAMESPACE there. With E2E_UPDATE_GOLDEN=1 it writes the file instead: review the diff.
-func ExpectCauses(t *testing.T, err error, ns string) {
+// ExpectCauses compares the causes of the refusal err of obj, one "field: message" a line,
+// sorted, with the calling suite's golden file testdata/refusals/TEST.txt (TEST is the test's
+// name), so that every bad input is pinned to its exact paths and messages; obj's namespace
+// reads as NAMESPACE there. With E2E_UPDATE_GOLDEN=1 it writes the file instead: review the
+// diff. Then lint must refuse obj at the same paths (ExpectLintAgrees).
+func ExpectCauses(t *testing.T, obj client.Object, err error) {
 	t.Helper()
+	ExpectLintAgrees(t, obj, err)
+	ns := obj.GetNamespace()
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || status.Status().Details == nil {
 		t.Errorf("error %v has no causes", err)

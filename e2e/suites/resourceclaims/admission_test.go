@@ -89,7 +89,7 @@ func TestAdmission(t *testing.T) {
 				if err == nil {
 					t.Fatal("admitted")
 				}
-				framework.ExpectCauses(t, err, js.Namespace)
+				framework.ExpectCauses(t, js, err)
 				for _, w := range tc.want {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q\ndoes not contain %q", err, w)

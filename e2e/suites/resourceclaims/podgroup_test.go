@@ -144,7 +144,7 @@ func TestClaimOnPodGroupGateOff(t *testing.T) {
 		if err == nil {
 			t.Fatal("admitted")
 		}
-		framework.ExpectCauses(t, err, ns)
+		framework.ExpectCauses(t, js, err)
 		for _, want := range []string{"vjobset.podgroups.jobset-addons.io", "DRAWorkloadResourceClaims", "runs 300 pods at once"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("refusal %q does not say %q", err, want)

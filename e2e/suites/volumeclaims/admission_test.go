@@ -112,7 +112,7 @@ func TestBadInputRefused(t *testing.T) {
 				return ctx
 			}
 			paths, _ := framework.CausePaths(err)
-			framework.ExpectCauses(t, err, js.Namespace)
+			framework.ExpectCauses(t, js, err)
 			for _, want := range tc.wantPaths {
 				if !slices.Contains(paths, want) {
 					t.Errorf("causes %q: want one at %s\n(error: %v)", paths, want, err)

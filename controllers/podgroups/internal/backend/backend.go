@@ -106,10 +106,8 @@ type Names struct {
 // all are the backends, in a fixed order.
 func all(n Names) []Backend {
 	return []Backend{
-		Coscheduling{secondScheduler{scheduler: contract.SchedulerCoscheduling, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling,
-			gangKey: contract.CoschedulingPodGroupLabelKey, inLabels: true}},
-		Volcano{secondScheduler{scheduler: contract.SchedulerVolcano, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Volcano,
-			gangKey: contract.VolcanoGroupNameAnnotationKey}},
+		Coscheduling{secondScheduler{KeyGang: gang.CoschedulingGang, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling}},
+		Volcano{secondScheduler{KeyGang: gang.VolcanoGang, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Volcano}},
 		Kubernetes{},
 	}
 }

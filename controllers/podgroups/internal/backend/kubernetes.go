@@ -23,7 +23,10 @@ import (
 // template per gang, all from the start (the API lets no template be added or removed later);
 // each gang's PodGroup is made from its template when the gang may run, and its pods name it
 // in spec.schedulingGroup.podGroupName. A composite gang is composite.go's.
-type Kubernetes struct{}
+type Kubernetes struct {
+	// SchedulingGroupGang is where its pods name their gang.
+	gang.SchedulingGroupGang
+}
 
 var (
 	_ Backend    = Kubernetes{}
@@ -35,8 +38,6 @@ var (
 // MaxGangs is how many gangs (stages) a JobSet gang-scheduled by Kubernetes may have
 // (gang.MaxGangs).
 const MaxGangs = gang.MaxGangs
-
-func (Kubernetes) Scheduler() contract.Scheduler { return contract.SchedulerKubernetes }
 
 func (Kubernetes) Kind() schema.GroupVersionKind {
 	return schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup")
@@ -64,17 +65,6 @@ func (Kubernetes) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, _ gang.S
 	if len(g.Jobs) > 0 {
 		markPerJob(rj)
 	}
-}
-
-func (Kubernetes) GangOf(pt *corev1.PodTemplateSpec) (string, bool) {
-	if sg := pt.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
-		return *sg.PodGroupName, true
-	}
-	return "", false
-}
-
-func (Kubernetes) GangPath(template *field.Path) *field.Path {
-	return template.Child("spec", "schedulingGroup", "podGroupName")
 }
 
 // Validate refuses what a composite gang cannot be made of, and more gangs than a Workload

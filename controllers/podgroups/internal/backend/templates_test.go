@@ -198,7 +198,7 @@ func TestForeignGangs(t *testing.T) {
 				tc.edit(js)
 			}
 			s, gangs := read(t, js)
-			got := ForeignGangs(backends, js, s, gangs)
+			got := gang.ForeignGangs(js, s, gangs)
 			if diff := cmp.Diff(tc.want, fieldErrs(got)); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

@@ -66,7 +66,7 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
 // parse (validation refuses it). It refuses a JobSet whose pod templates already name a gang
-// podgroups would not name (backend.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
+// podgroups would not name (gang.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
 // podgroups' annotations), before it names anything: the validating webhook sees the names
 // podgroups injected and cannot tell. On UPDATE it only puts back the kubernetes backend's
 // spec.schedulingGroup where the update dropped it (backend.Restorer: Kueue v0.17.0
@@ -86,7 +86,7 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 	if b == nil || len(errs.All()) > 0 || len(b.Validate(js, s, gangs)) > 0 {
 		return nil
 	}
-	if errs := backend.ForeignGangs(w.Backends.All(), js, s, gangs); len(errs) > 0 {
+	if errs := gang.ForeignGangs(js, s, gangs); len(errs) > 0 {
 		return jobsets.Invalid(js, errs)
 	}
 	backend.Inject(b, js, s, gangs)

@@ -38,7 +38,7 @@ type JobSetWebhook struct {
 	// Barrier is the start barrier's init container: its image and resources.
 	Barrier sequence.BarrierSettings
 	// DryRun, when set, has the API server judge a pod of each pod template that gets the
-	// start barrier's init container (barrierDryRuns).
+	// start barrier's init container (sequence.BarrierDryRuns).
 	DryRun *addon.DryRunner
 }
 
@@ -59,22 +59,24 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
-// in one response (sequence.ValidateCreate), and a JobSet with a start barrier whose pods the
-// API server refuses for good (barrierDryRuns); it warns of barrier pods refused for a reason
-// that may change (quota, LimitRange, Pod Security), and with sequence.Warnings (Kueue's
-// waitForPodsReady, a JobSet barrier on a staged JobSet).
+// in one response (sequence.Parsed.Validate), and a JobSet with a start barrier whose pods the
+// API server refuses for good (sequence.BarrierDryRuns); it warns of barrier pods refused for a
+// reason that may change (quota, LimitRange, Pod Security), and with sequence.Parsed.Warnings
+// (Kueue's waitForPodsReady, a JobSet barrier on a staged JobSet). The annotations are parsed
+// once for all of these.
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	if errs := sequence.ValidateCreate(js); len(errs) > 0 {
+	p := sequence.ParseJobSet(js)
+	if errs := p.Validate(js); len(errs) > 0 {
 		return nil, jobsets.Invalid(js, errs)
 	}
-	if !sequence.Uses(js) {
+	if !p.Uses {
 		return nil, nil
 	}
-	refused, warnings := w.DryRun.Check(ctx, barrierDryRuns(js))
+	refused, warnings := w.DryRun.Check(ctx, sequence.BarrierDryRuns(js))
 	if len(refused) > 0 {
 		return warnings, jobsets.Invalid(js, refused)
 	}
-	return append(warnings, sequence.Warnings(js)...), nil
+	return append(warnings, p.Warnings(js)...), nil
 }
 
 // ValidateUpdate keeps the sequencer annotations as they were created.

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -46,63 +44,19 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 }
 
 // ValidateCreate refuses a JobSet whose policies are not valid for it, with every problem
-// as a field error in one response: those found without the cluster (policy.ValidateCreate),
-// and those the API server finds in a dry run of each template's PVC. It warns of a PVC the
-// API server does not accept for now (quota), and of a Delete retention that will not free the
-// storage when it fires (policy.Warnings).
+// as a field error in one response: those found without the cluster (policy.Parsed.Validate),
+// and those the API server finds in a dry run of each template's PVC (policy.Parsed.DryRuns).
+// It warns of a PVC the API server does not accept for now (quota), and of a Delete retention
+// that will not free the storage when it fires (policy.Parsed.Warnings). The annotation is
+// parsed once, and its PVCs built once, for all three.
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	errs := policy.ValidateCreate(js)
-	refused, warnings := w.DryRun.Check(ctx, dryRuns(js, errs))
+	p := policy.ParseJobSet(js)
+	errs := p.Validate(js)
+	refused, warnings := w.DryRun.Check(ctx, p.DryRuns(js, errs))
 	if errs = append(errs, refused...); len(errs) > 0 {
 		return warnings, jobsets.Invalid(js, errs)
 	}
-	return append(warnings, policy.Warnings(js)...), nil
-}
-
-// dryRuns are the PVCs for the API server to check: for each template without a problem of its
-// own in errs, the first PVC it gives, as the reconciler makes it (with the owner reference
-// only when the JobSet has its UID yet), with whose a PVC of its name may be: one of that name
-// that another JobSet's policies made refuses the JobSet. A JobSet without a name (generateName) has none: its
-// PVCs cannot be named, and validation refuses it.
-func dryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
-	if js.Name == "" {
-		return nil
-	}
-	policies, ok, parseErrs := policy.Parse(js)
-	if !ok || len(parseErrs) > 0 && len(policies) == 0 {
-		return nil
-	}
-	claims, _ := policy.Claims(js, policies)
-	var out []addon.DryRun
-	for i := range policies {
-		for j := range policies[i].Templates {
-			t := &policies[i].Templates[j]
-			tp := policy.AnnotationPath.Index(i).Child("templates").Index(j)
-			if hasErrorAt(errs, tp) {
-				continue
-			}
-			k := slices.IndexFunc(claims, func(c policy.Claim) bool { return c.Policy == i && c.Template.Name == t.Name })
-			if k < 0 {
-				continue // no ReplicatedJob mounts it: told
-			}
-			pvc := claims[k].PVC(js)
-			if js.UID == "" {
-				pvc.OwnerReferences = nil
-			}
-			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
-			id := claims[k].Identity(js)
-			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id})
-		}
-	}
-	return out
-}
-
-// hasErrorAt tells whether errs has an error at path or under it.
-func hasErrorAt(errs field.ErrorList, path *field.Path) bool {
-	p := path.String()
-	return slices.ContainsFunc(errs, func(e *field.Error) bool {
-		return e.Field == p || strings.HasPrefix(e.Field, p+".") || strings.HasPrefix(e.Field, p+"[")
-	})
+	return append(warnings, p.Warnings(js)...), nil
 }
 
 // ValidateUpdate keeps the policies annotation and the admission marker as they were created.

@@ -12,8 +12,8 @@ import (
 // chosen scheduler's objects cannot hold (CoschedulingLimits, KubernetesLimits). The webhook
 // adds what depends on the cluster and the controller's configuration: a scheduler whose
 // PodGroup CRD or Workload API is not served, a composite gang without CompositePodGroup, pod
-// templates naming another scheduler or a gang podgroups did not name, a PodGroup's claims the
-// apiserver drops, and its dry runs.
+// templates naming another scheduler, a PodGroup's claims the apiserver drops, and its dry
+// runs. Its mutating webhook refuses a gang podgroups did not name (ForeignGangs).
 func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 	if !Uses(js) {
 		return nil

@@ -2,9 +2,9 @@
 // and says what its gangs are: one per stage of contract.Stages, each with the pods it must
 // place together and the resources they request. The podgroups webhooks inject and validate
 // from it, and its controller builds PodGroups from it, so that the three agree. It holds the
-// checks of the JobSet webhook that need no cluster too (ValidateCreate, Warnings: the
-// settings, the gangs, what each scheduler's objects cannot hold), which kubectl jobset-addons
-// lint runs offline. What each scheduler makes of a gang is the controller's backend package's.
+// checks of the JobSet webhooks that need no cluster too (ValidateCreate, Warnings: the
+// settings, the gangs, what each scheduler's objects cannot hold; ForeignGangs), which kubectl
+// jobset-addons lint runs offline. What each scheduler makes of a gang is the controller's backend package's.
 package podgroups
 
 import (

@@ -1,7 +1,7 @@
 // Package resourceclaims holds the checks and Warnings of the resourceclaims JobSet webhook
 // that need no cluster (ValidateCreate, ScaledPastSharers, Warnings), which kubectl
-// jobset-addons lint runs offline. The feature gate and the dry runs of the claims stay with
-// the controller.
+// jobset-addons lint runs offline, and the claims lint validates as the API server would
+// (DryRuns). The feature gate and the dry runs themselves stay with the controller.
 package resourceclaims
 
 import (
@@ -9,10 +9,13 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -103,4 +106,23 @@ func clash(spec *corev1.PodSpec, t contract.ResourceClaimTemplate, tp *field.Pat
 		}
 	}
 	return nil
+}
+
+// DryRuns are, for lint's offline validation, the claims the named templates give the first
+// Job of their ReplicatedJobs, under each template's path: the template's metadata and spec
+// under the claim's name, in the JobSet's namespace. The add-on's own labels and the owner
+// reference, which the reconciler adds and the webhook's dry runs carry, are valid whatever the
+// template says, and left out.
+func DryRuns(js *jobsetv1alpha2.JobSet, named []Named) []addon.DryRun {
+	out := make([]addon.DryRun, 0, len(named))
+	for _, n := range named {
+		job := jobsets.JobName(js.Name, js.Spec.ReplicatedJobs[n.ReplicatedJob].Name, 0)
+		name, _ := contract.ResourceClaimName(job, n.Template.Name, 0) // the longest name was checked
+		claim := &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: js.Namespace, Labels: n.Template.Labels, Annotations: n.Template.Annotations},
+			Spec:       *n.Template.Spec.DeepCopy(),
+		}
+		out = append(out, addon.DryRun{Path: n.Path, What: "the ResourceClaim " + name, Object: claim})
+	}
+	return out
 }

@@ -58,15 +58,12 @@ func BarrierGroups(js *jobsetv1alpha2.JobSet, stages []contract.Stage) []jobsets
 // HasBarrier tells whether a pod spec has the barrier init container.
 func HasBarrier(spec *corev1.PodSpec) bool { return containerIndex(spec.InitContainers) >= 0 }
 
-// ValidateBarrier is every problem of the JobSet's barrier as admitted (after InjectBarrier):
-// bad annotations, a ReplicatedJob whose pods could never all exist at once (parallelism below
+// ValidateBarrier is every problem of the JobSet's barrier b as admitted (after InjectBarrier),
+// readErrs being what ReadBarrier found wrong in its annotations: those, a ReplicatedJob whose pods could never all exist at once (parallelism below
 // completions), a container or volume of the user's with the barrier's name, the barrier not
 // last of the init containers, and the pod annotation the controller writes set in a template.
-func ValidateBarrier(js *jobsetv1alpha2.JobSet) field.ErrorList {
-	b, ok, errs := ReadBarrier(js)
-	if !ok {
-		return nil
-	}
+func ValidateBarrier(js *jobsetv1alpha2.JobSet, b Barrier, readErrs field.ErrorList) field.ErrorList {
+	errs := slices.Clone(readErrs)
 	want := comparable(BarrierContainer(BarrierSettings{}, b.Timeout))
 	rjPath := field.NewPath("spec", "replicatedJobs")
 	for i := range js.Spec.ReplicatedJobs {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon/version"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -33,6 +34,14 @@ type BarrierSettings struct {
 	Image string
 	// Resources of the barrier container: requests and limits of CPU and memory.
 	Resources corev1.ResourceRequirements
+}
+
+// DefaultBarrierImage is the barrier container's default image: this release's.
+func DefaultBarrierImage() string { return "ghcr.io/jobset-addons/barrier:" + version.String() }
+
+// DefaultBarrierSettings are the barrier container's defaults: the controller's without flags.
+func DefaultBarrierSettings() BarrierSettings {
+	return BarrierSettings{Image: DefaultBarrierImage(), Resources: DefaultBarrierResources()}
 }
 
 // DefaultBarrierResources are the barrier container's default requests and limits.

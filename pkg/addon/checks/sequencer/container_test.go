@@ -42,7 +42,7 @@ func TestBarrierContainerWhateverThePod(t *testing.T) {
 	if m := BarrierVolume().DownwardAPI.DefaultMode; *m&0o004 == 0 {
 		t.Errorf("the state file (mode %o) is not readable by the barrier's user", *m)
 	}
-	if errs := ValidateBarrier(js); len(errs) > 0 {
+	if errs := ValidateCreate(js); len(errs) > 0 {
 		t.Errorf("the injected barrier is refused: %v", errs)
 	}
 }

@@ -1,8 +1,9 @@
 // Package sequencer reads a JobSet's sequencing and start barrier through the contract
 // (contract.Stages) and says what the sequencer's webhooks inject and what its controller
 // releases, so that the two agree; and it holds the checks and Warnings of the webhooks that
-// need no cluster (Default, ValidateCreate, Warnings), which kubectl jobset-addons lint runs
-// offline. The webhooks' dry runs of barrier pods stay with the controller.
+// need no cluster (Default, ParseJobSet and its Validate and Warnings), which kubectl
+// jobset-addons lint runs offline, and the barrier pods the webhook dry-runs and lint validates
+// as the API server would (BarrierDryRuns); the dry runs themselves stay with the controller.
 package sequencer
 
 import (

@@ -2,6 +2,7 @@ package volumeclaims
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,13 +26,41 @@ func Default(js *jobsetv1alpha2.JobSet) {
 	Inject(js, policies)
 }
 
+// Parsed is what one admission reads of a JobSet's policies annotation, once, for its steps
+// to share (Validate, DryRuns, Warnings): the policies, whether the annotation is there, the
+// parser's problems, and the PVCs the policies give with the problems of their names.
+type Parsed struct {
+	Policies []contract.VolumeClaimPolicy
+	// Present is false when the JobSet has no policies annotation.
+	Present bool
+	// Errs are the parser's problems, NameErrs those of the PVCs' names (Claims).
+	Errs, NameErrs field.ErrorList
+	Claims         []Claim
+}
+
+// ParseJobSet reads the policies of js and the PVCs they give, as js is now (after Default).
+func ParseJobSet(js *jobsetv1alpha2.JobSet) *Parsed {
+	p := &Parsed{}
+	p.Policies, p.Present, p.Errs = Parse(js)
+	if p.Present {
+		p.Claims, p.NameErrs = Claims(js, p.Policies)
+	}
+	return p
+}
+
 // ValidateCreate checks the policies of js, as Default left it, against js: every problem of
 // the policies that needs no cluster, each at its path.
 func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
-	policies, ok, errs := Parse(js)
-	if !ok {
+	return ParseJobSet(js).Validate(js)
+}
+
+// Validate checks the policies p read of js (as Default left it) against js: every problem of
+// the policies that needs no cluster, each at its path.
+func (p *Parsed) Validate(js *jobsetv1alpha2.JobSet) field.ErrorList {
+	if !p.Present {
 		return nil
 	}
+	errs := slices.Clone(p.Errs)
 	if js.GenerateName != "" && js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] == "" {
 		// Mutating webhooks see no name when it is generated, so nothing was injected.
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "generateName"),
@@ -42,12 +71,11 @@ func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 	for _, e := range errs {
 		refused.Insert(e.Field)
 	}
-	for i := range policies {
-		errs = append(errs, validatePolicy(js, &policies[i], AnnotationPath.Index(i), refused)...)
+	for i := range p.Policies {
+		errs = append(errs, validatePolicy(js, &p.Policies[i], AnnotationPath.Index(i), refused)...)
 	}
-	_, nameErrs := Claims(js, policies)
 	told := sets.New[string]()
-	for _, e := range nameErrs {
+	for _, e := range p.NameErrs {
 		if key := e.Field + "\x00" + e.Detail; !refused.Has(e.Field) && !told.Has(key) {
 			told.Insert(key)
 			errs = append(errs, e)
@@ -179,19 +207,24 @@ func replicatedJobIndex(js *jobsetv1alpha2.JobSet, name string) int {
 	return -1
 }
 
+// Warnings warns of each policy of js whose whenComplete or whenFailed is Delete while its
+// finishedPods is Retain (Parsed.Warnings).
+func Warnings(js *jobsetv1alpha2.JobSet) []string {
+	return ParseJobSet(js).Warnings(js)
+}
+
 // Warnings warns of each policy whose whenComplete or whenFailed is Delete while its
 // finishedPods is Retain: Kubernetes keeps a deleted PVC while any pod that ran with it exists,
 // and JobSet keeps its finished pods, so the storage is released only when the JobSet's pods
 // go: with spec.ttlSecondsAfterFinished after the JobSet finishes, never earlier for a targeted
 // ReplicatedJob that finishes while others run.
-func Warnings(js *jobsetv1alpha2.JobSet) []string {
-	policies, ok, errs := Parse(js)
-	if !ok || len(errs) > 0 {
+func (p *Parsed) Warnings(js *jobsetv1alpha2.JobSet) []string {
+	if !p.Present || len(p.Errs) > 0 {
 		return nil
 	}
 	var warnings []string
-	for i, p := range policies {
-		r := p.RetentionPolicy
+	for i, pol := range p.Policies {
+		r := pol.RetentionPolicy
 		if !r.DeletesOnFinish() || r.FinishedPods == contract.RetentionPolicyDelete {
 			continue
 		}
@@ -200,7 +233,7 @@ func Warnings(js *jobsetv1alpha2.JobSet) []string {
 		case js.Spec.TTLSecondsAfterFinished == nil:
 			warnings = append(warnings, fmt.Sprintf("%s: the PVCs it deletes stay Terminating, their storage held, while the JobSet's finished pods exist "+
 				"(Kubernetes' pvc-protection), that is until the JobSet is deleted: set spec.ttlSecondsAfterFinished, or finishedPods: Delete to have volumeclaims delete those pods", path))
-		case !p.Shared() && len(p.TargetReplicatedJobs) < len(js.Spec.ReplicatedJobs):
+		case !pol.Shared() && len(pol.TargetReplicatedJobs) < len(js.Spec.ReplicatedJobs):
 			warnings = append(warnings, fmt.Sprintf("%s: the per-pod PVCs it deletes when their ReplicatedJobs finish stay Terminating while the JobSet runs "+
 				"(Kubernetes' pvc-protection keeps them for the finished pods): set finishedPods: Delete to have volumeclaims delete those pods", path))
 		}

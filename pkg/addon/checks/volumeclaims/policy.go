@@ -1,8 +1,9 @@
 // Package volumeclaims turns a JobSet's volume claim policies into the PVCs they ask for and
 // the volumes its pods mount: the one place where the webhooks and the reconciler agree on
 // names, counts and labels. It holds the JobSet webhook's injection and checks that need no
-// cluster too (Default, ValidateCreate, Warnings), which kubectl jobset-addons lint runs
-// offline; the dry runs of the PVCs stay with the controller.
+// cluster too (Default, ParseJobSet and its Validate and Warnings), which kubectl
+// jobset-addons lint runs offline, and the PVCs the webhook dry-runs and lint validates as the
+// API server would (Parsed.DryRuns); the dry runs themselves stay with the controller.
 package volumeclaims
 
 import (

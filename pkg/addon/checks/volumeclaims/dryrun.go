@@ -1,0 +1,53 @@
+package volumeclaims
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
+)
+
+// DryRuns are the PVCs for the API server to judge (the webhook's dry runs, lint's offline
+// validation): for each template without a problem of its own in errs, the first PVC it gives,
+// as the reconciler makes it (with the owner reference only when the JobSet has its UID yet),
+// under the template's path, with whose a PVC of its name may be (Claim.Identity): one of that
+// name that another JobSet's policies made refuses the JobSet. A JobSet without a name (generateName) has none: its PVCs cannot
+// be named, and validation refuses it.
+func (p *Parsed) DryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
+	if js.Name == "" || !p.Present || len(p.Errs) > 0 && len(p.Policies) == 0 {
+		return nil
+	}
+	var out []addon.DryRun
+	for i := range p.Policies {
+		for j := range p.Policies[i].Templates {
+			t := &p.Policies[i].Templates[j]
+			tp := AnnotationPath.Index(i).Child("templates").Index(j)
+			if hasErrorAt(errs, tp) {
+				continue
+			}
+			k := slices.IndexFunc(p.Claims, func(c Claim) bool { return c.Policy == i && c.Template.Name == t.Name })
+			if k < 0 {
+				continue // no ReplicatedJob mounts it: told
+			}
+			pvc := p.Claims[k].PVC(js)
+			if js.UID == "" {
+				pvc.OwnerReferences = nil
+			}
+			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
+			id := p.Claims[k].Identity(js)
+			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id})
+		}
+	}
+	return out
+}
+
+// hasErrorAt tells whether errs has an error at path or under it.
+func hasErrorAt(errs field.ErrorList, path *field.Path) bool {
+	p := path.String()
+	return slices.ContainsFunc(errs, func(e *field.Error) bool {
+		return e.Field == p || strings.HasPrefix(e.Field, p+".") || strings.HasPrefix(e.Field, p+"[")
+	})
+}
