@@ -74,6 +74,11 @@ var (
 	StopTrainer         = testbed.StopTrainer
 	PublishDevices      = testbed.PublishDevices
 	AddNode             = testbed.AddNode
+	PartitionNode       = testbed.PartitionNode
+	TaintNode           = testbed.TaintNode
+	RenderChart         = testbed.RenderChart
+	ApplyPolicies       = testbed.ApplyPolicies
+	DeletePolicies      = testbed.DeletePolicies
 	EditInEtcd          = testbed.EditInEtcd
 	AuditCreates        = testbed.AuditCreates
 	ServingCert         = testbed.ServingCert

@@ -7,8 +7,6 @@ import (
 	"io"
 	"iter"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -283,17 +281,7 @@ func KillAddon(c Config, name string) error {
 func (c Config) chartWebhooks(ctx context.Context, name string) ([]byte, error) {
 	// The whole render: only its webhook configurations are used (--show-only fails on a
 	// template that renders nothing).
-	args := []string{"template", "jsa", filepath.Join(c.Root, "charts", "jobset-addons"), "--namespace", AddonNamespace}
-	for _, a := range Addons {
-		args = append(args, "--set", fmt.Sprintf("%s.enabled=%t", a, a == name))
-	}
-	cmd := exec.CommandContext(ctx, c.Bin("helm"), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_DATA_HOME="+filepath.Join(c.WorkDir, "helm"))
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("rendering the chart's webhooks for %s: %w", name, err)
-	}
-	return out, nil
+	return RenderChart(ctx, c, name)
 }
 
 // ScrapeGauge is the value of the first sample of metric (a name without labels, or with its

@@ -1,0 +1,79 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// PartitionNode makes kwok's node name look to the control plane as a node behind a network
+// partition does: kwok stops writing its status (its annotation no longer matches kwok's
+// selector), its Ready condition turns Unknown, and it carries the unreachable taints that the
+// node lifecycle controller puts on such a node, added at taintedAt (another machine's clock:
+// a time far in the past shows that nobody reads it). Its pods stay as they were, Running:
+// what their kubelet last wrote.
+func PartitionNode(ctx context.Context, cs kubernetes.Interface, name string, taintedAt time.Time) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Annotations["kwok.x-k8s.io/node"] = "partitioned"
+		at := metav1.NewTime(taintedAt)
+		for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: effect, TimeAdded: &at})
+		}
+		if node, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		for i, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				node.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+					Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastHeartbeatTime: c.LastHeartbeatTime, LastTransitionTime: metav1.Now()}
+			}
+		}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// TaintNode adds taint to node name.
+func TaintNode(ctx context.Context, cs kubernetes.Interface, name string, taint corev1.Taint) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+		_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// RenderChart renders the chart with only the add-on name on and the values sets
+// ("key=value", as helm's --set): its webhook configurations, RBAC and
+// ValidatingAdmissionPolicies (ApplyPolicies).
+func RenderChart(ctx context.Context, c Config, name string, sets ...string) ([]byte, error) {
+	args := []string{"template", "jsa", filepath.Join(c.Root, "charts", "jobset-addons"), "--namespace", AddonNamespace}
+	for _, a := range Addons {
+		args = append(args, "--set", fmt.Sprintf("%s.enabled=%t", a, a == name))
+	}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.CommandContext(ctx, c.Bin("helm"), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(c.WorkDir, "helm"), "HELM_DATA_HOME="+filepath.Join(c.WorkDir, "helm"))
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart for %s with %v: %w", name, sets, err)
+	}
+	return out, nil
+}
