@@ -159,7 +159,12 @@ func (n *NodeLoss) claim(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc *co
 	case loss.state == notLost:
 		return loss.after, nil
 	case r.WhenNodeLost == contract.NodeLostRecreate && (loss.state == nodesLost || r.WhenNodeUnreachable == contract.NodeLostRecreate):
-		return 0, n.recreate(ctx, js, pvc, pv, loss)
+		if err := n.recreate(ctx, js, pvc, pv, loss); errors.Is(err, errDeleteRefused) {
+			return refusedRetry, nil
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
 	case loss.state == nodesUnreachable:
 		if n.told.Once(js.UID, ReasonNodeUnreachable+"/"+pvc.Name+"/"+strings.Join(loss.nodes, ",")) {
 			nodeLost.WithLabelValues("unreachable").Inc()

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +53,9 @@ func (n *NodeLoss) recreate(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc 
 		}
 		if err := n.Client.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
 			addon.CountObject("Pod", addon.ActionFailed, 1)
-			n.refused(js, p, err)
+			if n.refused(js, p, err) {
+				return errDeleteRefused
+			}
 			return fmt.Errorf("deleting pod %s stuck on a lost node: %w", p.Name, err)
 		}
 		addon.CountObject("Pod", addon.ActionDeleted, 1)
@@ -98,12 +102,20 @@ func (n *NodeLoss) onLostNode(ctx context.Context, p *corev1.Pod, loss nodeLoss)
 	return false, err
 }
 
-// refused tells, once per pod and cause, a pod delete the API server refused for good (a
-// ValidatingAdmissionPolicy such as the chart's admissionPolicies.limitAddonWrites, RBAC): the
-// PVC is not given up while the pod is there, and the reconcile retries.
-func (n *NodeLoss) refused(js *jobsetv1alpha2.JobSet, p *corev1.Pod, err error) {
+// errDeleteRefused: the API server refused to delete a pod on the lost node; told.
+var errDeleteRefused = errors.New("a pod delete was refused")
+
+// refusedRetry is how soon a PVC whose pod's delete was refused is looked at again: Kubernetes
+// may evict the pod meanwhile (nothing else says so: pods are not watched).
+const refusedRetry = 5 * time.Second
+
+// refused tells, once per pod and cause, a pod delete the API server refuses (a
+// ValidatingAdmissionPolicy such as the chart's admissionPolicies.limitAddonWrites, RBAC), and
+// whether it was one: the PVC is not given up while the pod is there, and it is looked at again
+// after refusedRetry.
+func (n *NodeLoss) refused(js *jobsetv1alpha2.JobSet, p *corev1.Pod, err error) bool {
 	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
-		return
+		return false
 	}
 	if n.told.Once(js.UID, ReasonPodDeleteRefused+"/"+p.Name+"/"+err.Error()) {
 		nodeLost.WithLabelValues("refused").Inc()
@@ -111,4 +123,5 @@ func (n *NodeLoss) refused(js *jobsetv1alpha2.JobSet, p *corev1.Pod, err error) 
 			"Deleting pod %s, stuck on a lost node, was refused, so its PersistentVolumeClaim is not given up yet: %v. volumeclaims retries; with the chart's admissionPolicies.limitAddonWrites it may delete such a pod once Kubernetes evicts it (at once from a node tainted %s, after the pod's tolerationSeconds for %s)",
 			p.Name, err, corev1.TaintNodeOutOfService, corev1.TaintNodeUnreachable)
 	}
+	return true
 }
