@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -29,7 +30,7 @@ func TestNodeLostGrace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := &contract.VolumeClaimPolicy{RetentionPolicy: contract.VolumeRetentionPolicy{NodeLostGracePeriod: tc.grace}}
 			var got []string
-			for _, e := range validateNodeLostGrace(p, path) {
+			for _, e := range validateNodeLostGrace(p, path, sets.New(path.String()+".retentionPolicy.other")) {
 				if e.Type != field.ErrorTypeInvalid {
 					t.Errorf("error type %s, want Invalid", e.Type)
 				}
