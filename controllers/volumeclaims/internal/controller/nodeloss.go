@@ -169,7 +169,7 @@ func (n *NodeLoss) claim(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc *co
 		if n.told.Once(js.UID, ReasonNodeUnreachable+"/"+pvc.Name+"/"+strings.Join(loss.nodes, ",")) {
 			nodeLost.WithLabelValues("unreachable").Inc()
 			addon.Tell(n.Recorder, js, claimRef(js, pvc.Name), corev1.EventTypeWarning, ReasonNodeUnreachable, actionKeep,
-				"PersistentVolumeClaim %s waits: its volume %s can only be used on %s, and its pods there may still run behind a partition, so its data is kept (whenNodeUnreachable: Keep); once the machine is known to be down, taint the node %s=nodeshutdown:NoExecute (or delete the Node) and whenNodeLost applies",
+				"PersistentVolumeClaim %s waits: its volume %s can only be used on nodes that do not answer (%s), and its pods there may still run behind a partition, so its data is kept (whenNodeUnreachable: Keep); once the machine is known to be down, taint the node %s=nodeshutdown:NoExecute (or delete the Node) and whenNodeLost applies",
 				pvc.Name, pv.Name, loss.why, corev1.TaintNodeOutOfService)
 		}
 		return 0, nil
