@@ -32,7 +32,7 @@ func TestLint(t *testing.T) {
 		"a retention value that does not exist, a misspelt field": {
 			args: []string{"-f", "testdata/lint/bad-retention.yaml"},
 			wantOut: []string{
-				`testdata/lint/bad-retention.yaml: JobSet/train: ` + policies + `[0].retentionPolicy.whenFaild: Unsupported value: "whenFaild": supported values: "expireAfterUnused", "finishedPods", "nodeLostGracePeriod", "whenComplete", "whenDeleted", "whenFailed", "whenNodeLost"`,
+				`testdata/lint/bad-retention.yaml: JobSet/train: ` + policies + `[0].retentionPolicy.whenFaild: Unsupported value: "whenFaild": supported values: "expireAfterUnused", "finishedPods", "nodeLostGracePeriod", "whenComplete", "whenDeleted", "whenFailed", "whenNodeLost", "whenNodeUnreachable"`,
 				`testdata/lint/bad-retention.yaml: JobSet/train: ` + policies + `[0].retentionPolicy.whenComplete: Unsupported value: "Keep": supported values: "Delete", "Retain"`,
 			},
 			wantCode: 1,

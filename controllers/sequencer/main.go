@@ -52,6 +52,8 @@ func main() {
 			}),
 			// The Job controller's FailedCreate Events: pods refused, told on the JobSet.
 			&corev1.Event{}: addon.FailedCreateEvents(),
+			// The nodes of barrier pods: a pod on a node not Ready does not count as waiting.
+			&corev1.Node{}: addon.Trimmed(cache.ByObject{}, addon.TrimNode),
 		},
 		Kinds: controller.Kinds,
 		Waits: func(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
@@ -101,6 +103,7 @@ func main() {
 			b := &controller.BarrierReconciler{
 				Client:   mgr.GetClient(),
 				Pods:     pods,
+				Nodes:    mgr.GetClient(),
 				Recorder: addon.EventRecorder(mgr, "sequencer.jobset-addons.io"),
 				Clock:    clock.RealClock{},
 				Workers:  workers,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,8 @@ func main() {
 			// Every pod, trimmed to the PVCs it mounts, its node and phase: the expiry's own
 			// clock finds a PVC's pods by claim name (controller.PodClaimIndex).
 			&corev1.Pod{}: controller.PodClaims(),
+			// whenNodeLost: what a PV's node affinity and a node's health read.
+			&corev1.Node{}: addon.Trimmed(cache.ByObject{}, addon.TrimNode),
 		},
 		Kinds:              controller.Kinds,
 		MutatingWebhooks:   true,
@@ -72,8 +75,8 @@ func main() {
 			if err := e.SetupWithManager(ctx, mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
-			n := &controller.NodeLoss{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec}
-			return n.SetupWithManager(mgr, common.ConcurrentReconciles)
+			n := &controller.NodeLoss{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: rec, Clock: clock.RealClock{}}
+			return n.SetupWithManager(ctx, mgr, common.ConcurrentReconciles)
 		},
 	})
 }

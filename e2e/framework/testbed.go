@@ -74,6 +74,10 @@ var (
 	StopTrainer         = testbed.StopTrainer
 	PublishDevices      = testbed.PublishDevices
 	AddNode             = testbed.AddNode
+	PartitionNode       = testbed.PartitionNode
+	TaintNode           = testbed.TaintNode
+	ApplyPolicies       = testbed.ApplyPolicies
+	DeletePolicies      = testbed.DeletePolicies
 	EditInEtcd          = testbed.EditInEtcd
 	AuditCreates        = testbed.AuditCreates
 	ServingCert         = testbed.ServingCert

@@ -68,12 +68,24 @@ type VolumeRetentionPolicy struct {
 	// PVC restarts the clock. Positive; refused where the policy retains nothing.
 	ExpireAfterUnused *metav1.Duration `json:"expireAfterUnused,omitempty"`
 	// WhenNodeLost says what happens to a per-pod PVC whose volume can only be used on nodes
-	// (by kubernetes.io/hostname) that are all lost: Recreate deletes it (its data given up)
-	// and the pods stuck on the node, for a new, empty PVC; Keep (the default) waits. Recreate
-	// is refused on a shared policy.
+	// (pinned by kubernetes.io/hostname, matched against the Nodes' labels) that are all lost:
+	// deleted (no Node matches any more) or tainted node.kubernetes.io/out-of-service (the
+	// machine is down, as an operator or the cloud says). Recreate deletes the PVC (its data
+	// given up) and the pods stuck on the node, for a new, empty PVC; Keep (the default) waits.
+	// A node that is only NotReady or unreachable is not lost: its pods may still run behind a
+	// partition (see WhenNodeUnreachable). Recreate is refused on a shared policy.
 	WhenNodeLost NodeLostPolicyType `json:"whenNodeLost,omitempty"`
-	// NodeLostGracePeriod is how long a node is NotReady and unreachable before it counts as
-	// lost (a deleted node is lost at once). Default 5m.
+	// WhenNodeUnreachable says what happens when the nodes are NotReady or unreachable, not
+	// lost, for nodeLostGracePeriod: Keep (the default) tells it in a Warning Event and waits
+	// for the node, or for an operator to mark it out of service; Recreate gives the data up
+	// as whenNodeLost: Recreate does, and force-deletes the pods there, which may still be
+	// running and writing beside their replacements. Recreate needs whenNodeLost: Recreate.
+	WhenNodeUnreachable NodeLostPolicyType `json:"whenNodeUnreachable,omitempty"`
+	// NodeLostGracePeriod is how long volumeclaims has itself seen a node NotReady or
+	// unreachable before it tells so, or, with whenNodeUnreachable: Recreate, gives the data
+	// up (a deleted or out-of-service node is lost at once). Counted on the add-on's own clock
+	// from when it first saw the node so, never from the node's taints; a restart of the
+	// add-on starts it again. Default 5m; at least MinVolumeNodeLostGracePeriod at admission.
 	NodeLostGracePeriod *metav1.Duration `json:"nodeLostGracePeriod,omitempty"`
 }
 

@@ -19,9 +19,12 @@ import (
 //     that reuses the PVC restarts the clock (VolumeClaimClaimedAtAnnotationKey), and the clock
 //     never starts before volumeclaims first saw the PVC (VolumeClaimFirstSeenAnnotationKey): a
 //     PVC restored from a backup with an old unused-since is new to it.
-//   - whenNodeLost: Recreate gives up a per-pod PVC whose volume can be used on one lost node
-//     only (deleted, or NotReady and unreachable for nodeLostGracePeriod): the PVC is deleted,
-//     and made again, empty, for the Job's replacement pod. Keep (the default) waits for the node.
+//   - whenNodeLost: Recreate gives up a per-pod PVC whose volume can be used on lost nodes
+//     only (deleted, or tainted node.kubernetes.io/out-of-service): the PVC is deleted, and
+//     made again, empty, for the Job's replacement pod. Keep (the default) waits for the node.
+//   - whenNodeUnreachable: Recreate (with whenNodeLost: Recreate) does the same for nodes the
+//     add-on has seen NotReady or unreachable for nodeLostGracePeriod; Keep (the default) only
+//     tells it: a node behind a partition may still run its pods.
 
 // NodeLostPolicyType says what happens to a per-pod PVC whose volume is on a lost node.
 type NodeLostPolicyType string
@@ -39,7 +42,13 @@ var nodeLostPolicies = []NodeLostPolicyType{NodeLostRecreate, NodeLostKeep}
 // Defaults of the lifecycle fields.
 const (
 	DefaultVolumeWhenNodeLost        = NodeLostKeep
+	DefaultVolumeWhenNodeUnreachable = NodeLostKeep
 	DefaultVolumeNodeLostGracePeriod = 5 * time.Minute
+	// MinVolumeNodeLostGracePeriod is the shortest nodeLostGracePeriod admitted. The node
+	// lifecycle controller marks a node unreachable once it missed its heartbeats for its
+	// grace (40 to 50 s by default); a shorter wait on top of that would act on a control plane
+	// restart or a brief network blip as on a lost machine.
+	MinVolumeNodeLostGracePeriod = 30 * time.Second
 )
 
 // defaultLifecycle checks expireAfterUnused, whenNodeLost and nodeLostGracePeriod, and fills in
@@ -64,6 +73,17 @@ func defaultLifecycle(r *VolumeRetentionPolicy, shared bool, path *field.Path) f
 		if len(e) == 0 && shared && r.WhenNodeLost == NodeLostRecreate {
 			errs = append(errs, field.Invalid(path.Child("whenNodeLost"), r.WhenNodeLost,
 				"applies to per-pod PVCs: set targetReplicatedJobs, or leave whenNodeLost out"))
+		}
+	}
+	if r.WhenNodeUnreachable == "" {
+		r.WhenNodeUnreachable = DefaultVolumeWhenNodeUnreachable
+	} else {
+		p := path.Child("whenNodeUnreachable")
+		_, e := parseEnum(string(r.WhenNodeUnreachable), p, nodeLostPolicies, nil)
+		errs = append(errs, e...)
+		if len(e) == 0 && r.WhenNodeUnreachable == NodeLostRecreate && r.WhenNodeLost != NodeLostRecreate {
+			errs = append(errs, field.Invalid(p, r.WhenNodeUnreachable,
+				"gives up the data of nodes that are only unreachable, which needs whenNodeLost: Recreate for nodes that are lost"))
 		}
 	}
 	if r.NodeLostGracePeriod == nil {

@@ -28,6 +28,13 @@ func TestParseLifecycle(t *testing.T) {
 	if r.WhenNodeLost != NodeLostRecreate || r.NodeLostGracePeriod.Duration != 30*time.Second {
 		t.Errorf("whenNodeLost = %q, grace %v; want Recreate, 30s", r.WhenNodeLost, r.NodeLostGracePeriod)
 	}
+	if r.WhenNodeUnreachable != NodeLostKeep {
+		t.Errorf("whenNodeUnreachable = %q, want the default Keep", r.WhenNodeUnreachable)
+	}
+	value = "- targetReplicatedJobs: [w]\n  templates: [" + okPVC + "]\n  retentionPolicy: {whenNodeLost: Recreate, whenNodeUnreachable: Recreate}\n"
+	if pols, errs = ParseVolumeClaimPolicies(value, JobSetAnnotationPath(PoliciesAnnotationKey)); len(errs) > 0 || pols[0].RetentionPolicy.WhenNodeUnreachable != NodeLostRecreate {
+		t.Errorf("whenNodeUnreachable: Recreate: %v, %v", pols, errs)
+	}
 }
 
 func TestInvalidLifecycle(t *testing.T) {
@@ -59,6 +66,14 @@ func TestInvalidLifecycle(t *testing.T) {
 		"nodeLostGracePeriod not a duration": {
 			"- targetReplicatedJobs: [w]\n  templates: [" + okPVC + "]\n  retentionPolicy: {nodeLostGracePeriod: soon}\n",
 			[]fieldErr{{invalid, rp + ".nodeLostGracePeriod"}},
+		},
+		"whenNodeUnreachable not Recreate or Keep": {
+			"- targetReplicatedJobs: [w]\n  templates: [" + okPVC + "]\n  retentionPolicy: {whenNodeLost: Recreate, whenNodeUnreachable: Delete}\n",
+			[]fieldErr{{notSupported, rp + ".whenNodeUnreachable"}},
+		},
+		"whenNodeUnreachable Recreate without whenNodeLost Recreate": {
+			"- targetReplicatedJobs: [w]\n  templates: [" + okPVC + "]\n  retentionPolicy: {whenNodeUnreachable: Recreate}\n",
+			[]fieldErr{{invalid, rp + ".whenNodeUnreachable"}},
 		},
 		"nodeLostGracePeriod negative": {
 			"- targetReplicatedJobs: [w]\n  templates: [" + okPVC + "]\n  retentionPolicy: {nodeLostGracePeriod: -1m}\n",

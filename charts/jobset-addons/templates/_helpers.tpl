@@ -244,6 +244,10 @@ sequencer:
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]
+  # The start barrier: a pod on a node that is deleted or not Ready does not count as waiting.
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["get", "list", "watch"]
 podgroups:
   - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
     resources: ["podgroups"]

@@ -51,9 +51,10 @@ var allowlist = func() map[string][]string {
 			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch"), crud("/persistentvolumes", "get", "list", "watch")),
 		"resourceclaims": slices.Concat(crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
 			crud("/events", "list", "watch")),
-		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs.
+		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs;
+		// nodes: a barrier pod on a node not Ready does not count as waiting.
 		"sequencer": slices.Concat(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch", "create"),
-			crud("/events", "list", "watch")),
+			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch")),
 		"podgroups": slices.Concat(
 			crud("scheduling.volcano.sh/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.x-k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),

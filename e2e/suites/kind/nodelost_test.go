@@ -25,11 +25,12 @@ import (
 )
 
 // TestNodeLostOnRealNodes: two JobSets, each of one pod with a per-pod PVC on a local PV of the
-// first worker (statically provisioned, pinned by kubernetes.io/hostname), one with whenNodeLost:
-// Recreate and one with Keep. Once both run there, the second worker gets local PVs too and the
-// first worker's container is stopped: its node goes NotReady and unreachable. With Recreate
-// the JobSet completes on the second worker, on a new PVC, with a restart counted; with Keep
-// the PVC stays, an Event says the pod waits, and the JobSet does not complete. The worker is
+// first worker (statically provisioned, pinned by kubernetes.io/hostname), one with whenNodeLost
+// and whenNodeUnreachable: Recreate (the opt-in for a node only unreachable) and one with Keep.
+// Once both run there, the second worker gets local PVs too and the first worker's container
+// is stopped: its node goes NotReady and unreachable. With Recreate the JobSet completes on the
+// second worker, on a new PVC, with a restart counted; with Keep the PVC stays, an Event says
+// the node is unreachable and the data kept, and the JobSet does not complete. The worker is
 // started again at the end.
 func TestNodeLostOnRealNodes(t *testing.T) {
 	f := framework.NamespacedFeature("whenNodeLost on real nodes", "a worker stopped: Recreate completes on the other, Keep waits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -47,7 +48,7 @@ func TestNodeLostOnRealNodes(t *testing.T) {
 			js := kindbed.JobSet(ns, "lost-"+map[string]string{"Recreate": "recreate", "Keep": "keep"}[mode], map[string]string{contract.PoliciesAnnotationKey: fmt.Sprintf(`
 - targetReplicatedJobs: [w]
   templates: [{metadata: {name: scratch}, spec: {accessModes: [ReadWriteOnce], storageClassName: %s, resources: {requests: {storage: 8Mi}}}}]
-  retentionPolicy: {whenNodeLost: %s, nodeLostGracePeriod: 10s}`, class, mode)}, 1,
+  retentionPolicy: {whenNodeLost: %[2]s, whenNodeUnreachable: %[2]s, nodeLostGracePeriod: 30s}`, class, mode)}, 1,
 				kindbed.ReplicatedJob("w", 1, 1, `echo "$ME" >/scratch/who && sleep 40`, "scratch"))
 			if err := c.Create(ctx, js); err != nil {
 				t.Fatal(err)
@@ -80,9 +81,9 @@ func TestNodeLostOnRealNodes(t *testing.T) {
 			t.Errorf("Recreate: %d restarts, want one counted", rec.Status.Restarts)
 		}
 		keep := jss["Keep"]
-		framework.Eventually(ctx, t, time.Minute, "VolumeClaimWaitsForNode on lost-keep", func(ctx context.Context) (bool, string, error) {
+		framework.Eventually(ctx, t, time.Minute, "VolumeClaimNodeUnreachable on lost-keep", func(ctx context.Context) (bool, string, error) {
 			got, err := framework.EventReasons(ctx, c, keep)
-			return err == nil && got["VolumeClaimWaitsForNode"] > 0, fmt.Sprint(got, err), nil
+			return err == nil && got["VolumeClaimNodeUnreachable"] > 0, fmt.Sprint(got, err), nil
 		})
 		if err := c.Get(ctx, client.ObjectKeyFromObject(keep), keep); err != nil {
 			t.Fatal(err)

@@ -22,8 +22,8 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// nodeLostGrace is the nodeLostGracePeriod of the node-loss cases.
-const nodeLostGrace = 10 * time.Second
+// nodeLostGrace is the nodeLostGracePeriod of the node-loss cases: the shortest admitted.
+const nodeLostGrace = contract.MinVolumeNodeLostGracePeriod
 
 // localPool is a pool of kwok nodes, each with one statically provisioned local PV pinned to
 // it by kubernetes.io/hostname, in a StorageClass of no provisioner that binds on first use:
@@ -35,6 +35,13 @@ type localPool struct {
 
 // newLocalPool makes the pool name of n nodes, and removes it when the test ends.
 func newLocalPool(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, name string, n int) localPool {
+	t.Helper()
+	return newLocalPoolAs(ctx, t, cfg, c, name, n, "")
+}
+
+// newLocalPoolAs is newLocalPool whose nodes' kubernetes.io/hostname labels are their names
+// followed by suffix (kubelet --hostname-override, several clouds), their PVs pinned to those.
+func newLocalPoolAs(ctx context.Context, t *testing.T, cfg *envconf.Config, c client.Client, name string, n int, suffix string) localPool {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
 	if err != nil {
@@ -49,11 +56,11 @@ func newLocalPool(ctx context.Context, t *testing.T, cfg *envconf.Config, c clie
 	for i := range n {
 		node := fmt.Sprintf("%s-%d", name, i)
 		taint := corev1.Taint{Key: poolKey, Value: name, Effect: corev1.TaintEffectNoSchedule}
-		if err := framework.AddNode(ctx, cs, node, map[string]string{poolKey: name}, []corev1.Taint{taint}, alloc); err != nil {
+		if err := framework.AddNode(ctx, cs, node, map[string]string{poolKey: name, corev1.LabelHostname: node + suffix}, []corev1.Taint{taint}, alloc); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
-		pv := localPV(p.class, node)
+		pv := localPV(p.class, node, node+suffix)
 		framework.CreateAll(ctx, t, c, pv)
 		t.Cleanup(func() { _ = c.Delete(context.Background(), pv) })
 		p.nodes = append(p.nodes, node)
@@ -63,8 +70,8 @@ func newLocalPool(ctx context.Context, t *testing.T, cfg *envconf.Config, c clie
 
 const poolKey = "volumeclaims-e2e/pool"
 
-// localPV is a local PV of class on node.
-func localPV(class, node string) *corev1.PersistentVolume {
+// localPV is a local PV of class on node, pinned to its hostname label.
+func localPV(class, node, hostname string) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + node},
 		Spec: corev1.PersistentVolumeSpec{
@@ -74,7 +81,7 @@ func localPV(class, node string) *corev1.PersistentVolume {
 			StorageClassName:              class,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/disks/" + node}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{hostname}}},
 			}}}},
 		},
 	}
@@ -84,13 +91,19 @@ func localPV(class, node string) *corev1.PersistentVolume {
 // local storage (scratch) and one on the default class (notes: its PV has no node affinity),
 // whenNodeLost as given. Its Job replaces a lost pod (backoffLimit 2).
 func nodeLostJobSet(ns, name string, pool localPool, whenNodeLost string) *jobsetv1alpha2.JobSet {
+	return nodeLostJobSetWith(ns, name, pool, fmt.Sprintf("whenNodeLost: %s, nodeLostGracePeriod: %s", whenNodeLost, nodeLostGrace))
+}
+
+// nodeLostJobSetWith is nodeLostJobSet with the retention policy's fields given (YAML, in a
+// flow mapping).
+func nodeLostJobSetWith(ns, name string, pool localPool, retention string) *jobsetv1alpha2.JobSet {
 	policies := fmt.Sprintf(`
 - targetReplicatedJobs: [w]
   templates:
   - {metadata: {name: scratch}, spec: {accessModes: [ReadWriteOnce], storageClassName: %s, resources: {requests: {storage: 1Gi}}}}
   - {metadata: {name: notes}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}
-  retentionPolicy: {whenNodeLost: %s, nodeLostGracePeriod: %s}
-`, pool.class, whenNodeLost, nodeLostGrace)
+  retentionPolicy: {%s}
+`, pool.class, retention)
 	rj := replicatedJob("w", 1, 1, "scratch", "notes").BackoffLimit(ptr.To[int32](2))
 	spec := rj.PodSpec()
 	poolName := pool.class[len("local-"):]
@@ -168,10 +181,10 @@ func TestNodeLostRecreate(t *testing.T) {
 		}
 		start := time.Now()
 		// The forged pod mounts the PVC too, so the PVC's deletion waits for it (the
-		// kubernetes.io/pvc-protection finalizer): it is looked at 5 s past the grace, when
-		// volumeclaims has acted, and then deleted here (the pod garbage collector would, 40 s
-		// after the node's deletion).
-		time.Sleep(time.Until(start.Add(nodeLostGrace + 5*time.Second)))
+		// kubernetes.io/pvc-protection finalizer): it is looked at 10 s on, when volumeclaims
+		// has acted (a deleted node is lost at once), and then deleted here (the pod garbage
+		// collector would, 40 s after the node's deletion).
+		time.Sleep(time.Until(start.Add(10 * time.Second)))
 		if err := c.Get(ctx, client.ObjectKeyFromObject(forged), forged); err != nil || !forged.DeletionTimestamp.IsZero() {
 			t.Errorf("bare pod %s, labelled as the JobSet's on the lost node, was deleted (%v)", forged.Name, err)
 		}

@@ -38,7 +38,10 @@ type BarrierReconciler struct {
 	// Client reads JobSets from the cache, and patches JobSets and pods.
 	Client client.Client
 	// Pods reads the barrier pods (BarrierPodCache).
-	Pods     client.Reader
+	Pods client.Reader
+	// Nodes reads the nodes the pods are bound to (a cache of them, addon.TrimNode); nil: every
+	// node is trusted.
+	Nodes    client.Reader
 	Recorder events.EventRecorder
 	Clock    clock.Clock
 	// Workers is how many pods one reconcile patches at once.
@@ -84,6 +87,8 @@ func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache,
 		Named("start-barrier").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, uses)).
 		WatchesRawSource(source.Kind(pods, client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf))).
+		// A node that stops answering, or is deleted: its pods no longer count as waiting.
+		WatchesRawSource(addon.Watches(mgr, &corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.podsOnNode), addon.NodeHealthChanges(false))).
 		// A pod counts only once its Job is known: a Job seen after its pods looks again.
 		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
@@ -96,6 +101,8 @@ func (r *BarrierReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache,
 type barrierPod struct {
 	pod     *corev1.Pod
 	waiting bool
+	// nodeDown says why the pod's node is not trusted (deleted, not Ready), "" when it is.
+	nodeDown string
 }
 
 // Reconcile opens, tells about, or times out each barrier of the JobSet's current attempt: read

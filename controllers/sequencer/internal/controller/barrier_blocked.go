@@ -31,6 +31,10 @@ const UnschedulableReason = corev1.PodReasonUnschedulable
 // before it tells the barrier blocked (a cluster autoscaler may add a node meanwhile).
 const UnschedulableAfter = 20 * time.Second
 
+// NodeDownReason is the cause of a pod on a node that is deleted or not Ready (addon.HealthOf):
+// its status is what its kubelet last wrote, and the pod may have stopped long ago.
+const NodeDownReason = "NodeNotReady"
+
 // maxCachedMessage bounds each waiting or condition message kept in the barrier pods' cache.
 const maxCachedMessage = 256
 
@@ -106,6 +110,9 @@ func (r *BarrierReconciler) blocked(ctx context.Context, js *jobsetv1alpha2.JobS
 	for _, bp := range pods {
 		p := bp.pod
 		s, ok := stuckAt(p)
+		if bp.nodeDown != "" {
+			s, ok = stuck{reason: NodeDownReason, message: "node " + p.Spec.NodeName + " is " + bp.nodeDown}, true
+		}
 		if s.reason == UnschedulableReason {
 			since := r.seen.since(nn, "unschedulable/"+string(p.UID), now)
 			if left := UnschedulableAfter - now.Sub(since); left > 0 {
@@ -131,7 +138,10 @@ func (r *BarrierReconciler) blocked(ctx context.Context, js *jobsetv1alpha2.JobS
 		barrierBlocked.WithLabelValues(c.reason).Inc()
 		s := what[c]
 		where := "cannot be scheduled"
-		if s.container != "" {
+		switch {
+		case s.reason == NodeDownReason:
+			where = "is on a node that cannot be trusted, so what it last reported is stale and it does not count as waiting"
+		case s.container != "":
 			where = "init container " + s.container + " waits: " + s.reason
 		}
 		more := ""

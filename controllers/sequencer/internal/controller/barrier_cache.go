@@ -16,6 +16,9 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
+// PodNodeIndex indexes the barrier pods by their node.
+const PodNodeIndex = "sequencer.podNode"
+
 // BarrierPodCache is a cache of the pods of JobSets with a start barrier only (the webhook's
 // scope label), each trimmed to what the reconciler reads: its labels, its controller reference,
 // its barrier-state annotation, its node, whether it has the barrier container, its phase, the
@@ -33,6 +36,14 @@ func BarrierPodCache(mgr ctrl.Manager) (cache.Cache, error) {
 	}
 	if err := c.IndexField(context.Background(), &corev1.Pod{}, JobSetNameIndex, ByJobSet); err != nil {
 		return nil, fmt.Errorf("indexing barrier pods: %w", err)
+	}
+	if err := c.IndexField(context.Background(), &corev1.Pod{}, PodNodeIndex, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("indexing barrier pods by node: %w", err)
 	}
 	return c, mgr.Add(managedCache{c})
 }

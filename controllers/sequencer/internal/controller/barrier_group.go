@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,11 +43,20 @@ func (r *BarrierReconciler) reconcileGroup(ctx context.Context, js *jobsetv1alph
 		r.seen.drop(client.ObjectKeyFromObject(js), groupKey)
 		return 0, r.open(ctx, js, g, pods, opened, len(waiting), waited, attempt)
 	}
-	all := make([]*corev1.Pod, len(pods))
-	for i := range pods {
-		all[i] = pods[i].pod
+	var all []*corev1.Pod
+	var down []string
+	for _, p := range pods {
+		if p.nodeDown != "" {
+			down = append(down, fmt.Sprintf("%s (on %s, %s)", p.pod.Name, p.pod.Spec.NodeName, p.nodeDown))
+			continue
+		}
+		all = append(all, p.pod)
 	}
-	missing := jobsets.NotAtBarrier(all, g.Pods, 10)
+	missing := jobsets.NotAtBarrier(all, g.Pods-int32(len(down)), 10)
+	if missing != "" {
+		down = append(down, missing)
+	}
+	missing = strings.Join(down, ", ")
 	key := fmt.Sprintf("%d/%s/%s", attempt, run, g.Name)
 	if waited >= b.Timeout {
 		return 0, r.timeOut(ctx, js, b, g, waiting, attempt, key, missing)

@@ -262,3 +262,63 @@ func TestTrimBarrierPod(t *testing.T) {
 		t.Errorf("conditions %+v, want none (not unschedulable)", p.Status.Conditions)
 	}
 }
+
+// TestBarrierNodeDown: a pod whose barrier container still shows running, on a node that is
+// unreachable or deleted, does not count as waiting: the barrier stays closed while the other
+// pod waits, a StartBarrierBlocked Warning names the pod and its node, and once the node is
+// Ready again the barrier opens.
+func TestBarrierNodeDown(t *testing.T) {
+	unreachable := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}}
+	ready := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	for name, tc := range map[string]struct {
+		nodes []client.Object
+		want  string
+	}{
+		"unreachable": {[]client.Object{unreachable.DeepCopy(), ready.DeepCopy()}, "node node-0 is NotReady or unreachable"},
+		"deleted":     {[]client.Object{ready.DeepCopy()}, "node node-0 is deleted"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			js, jobs := barrierJobSet()
+			stale := barrierPodOf("w-0", 0, "job-0", 0, barrierT0)
+			waiting := barrierPodOf("w-1", 1, "job-1", 0, barrierT0)
+			waiting.Spec.NodeName = "node-1"
+			h := newBarrierHarness(t, js, append(append(jobs, stale, waiting), tc.nodes...)...)
+			h.r.Nodes = h.c
+			h.reconcile()
+			for _, p := range []string{"w-0", "w-1"} {
+				if s := h.state(p); s != "" {
+					t.Errorf("%s told %q while w-0's node is down", p, s)
+				}
+			}
+			got := h.events()
+			if len(got) != 1 || !strings.Contains(got[0], "Warning StartBarrierBlocked Start barrier jobset (restart attempt 0) cannot open: pod w-0 is on a node that cannot be trusted") ||
+				!strings.Contains(got[0], tc.want) {
+				t.Errorf("events %q, want one StartBarrierBlocked naming w-0 and %q", got, tc.want)
+			}
+			if err := h.c.Delete(context.Background(), ready.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			n := ready.DeepCopy()
+			n.Name = "node-0"
+			if err := h.c.Delete(context.Background(), n); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"node-0", "node-1"} {
+				n := ready.DeepCopy()
+				n.Name, n.ResourceVersion = name, ""
+				if err := h.c.Create(context.Background(), n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.reconcile()
+			for _, p := range []string{"w-0", "w-1"} {
+				if s := h.state(p); s != "open" {
+					t.Errorf("%s told %q once the node is Ready, want open", p, s)
+				}
+			}
+		})
+	}
+}

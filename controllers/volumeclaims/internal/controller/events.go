@@ -20,8 +20,9 @@ const (
 	// ReasonExpired: a retained PVC no pod used for retentionPolicy.expireAfterUnused was
 	// deleted, its data with it. Told on the PVC, and on its JobSet while there is one.
 	ReasonExpired = "VolumeClaimExpired"
-	// ReasonNodeLost: the node a per-pod PVC's volume is pinned to is lost and the policy says
-	// whenNodeLost: Recreate: the PVC (and the pod stuck on the node) was deleted, its data
+	// ReasonNodeLost: the node a per-pod PVC's volume is pinned to is lost (deleted, or tainted
+	// out-of-service) and the policy says whenNodeLost: Recreate (or it is unreachable and the
+	// policy says whenNodeUnreachable: Recreate too): the PVC (and the pod stuck on the node) was deleted, its data
 	// given up, so that the replacement pod gets a new, empty PVC on another node.
 	ReasonNodeLost = "VolumeClaimNodeLost"
 	// ReasonNodeLostKept: the node a per-pod PVC's volume is pinned to is lost and the policy
@@ -32,6 +33,17 @@ const (
 	// another part of this one: it is not mounted, adopted, changed or deleted, and the pods
 	// that would mount it wait. Told once per PVC; the message names the JobSet it was made for.
 	ReasonNameTaken = "VolumeClaimNameTaken"
+	// ReasonNodeUnreachable: the nodes a per-pod PVC's volume is pinned to have been NotReady or
+	// unreachable, as volumeclaims saw them, for nodeLostGracePeriod, and the policy does not
+	// say whenNodeUnreachable: Recreate: the data is kept, as the pods there may still run
+	// behind a partition; the message says how to mark the machine down. Told once per PVC and
+	// nodes.
+	ReasonNodeUnreachable = "VolumeClaimNodeUnreachable"
+	// ReasonPodDeleteRefused: deleting a pod stuck on a lost node, to give up its PVC, was
+	// refused by the API server (a ValidatingAdmissionPolicy, named in the message, such as the
+	// chart's admissionPolicies.limitAddonWrites; RBAC): the PVC is kept while the pod is
+	// there, and the reconcile retries. Told once per pod and cause.
+	ReasonPodDeleteRefused = "VolumeClaimPodDeleteRefused"
 	// ReasonFailed: creating, adopting or deleting PVCs failed; the reconcile retries.
 	ReasonFailed = "VolumeClaimsFailed"
 	// ReasonRefused: the API server refuses PVCs of a template for good (a template it no

@@ -1,11 +1,20 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 )
 
 func hostnamePV(terms ...corev1.NodeSelectorTerm) *corev1.PersistentVolume {
@@ -47,39 +56,98 @@ func TestPinnedNodes(t *testing.T) {
 	}
 }
 
-func TestLossOf(t *testing.T) {
-	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	ready := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-	unreachable := func(since time.Time) *corev1.Node {
-		return &corev1.Node{
-			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: since}}}},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}},
-		}
+// node is a Node named name, labelled hostname, Ready or not, with taints.
+func node(name, hostname string, ready corev1.ConditionStatus, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{corev1.LabelHostname: hostname, "zone": "a"}},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
 	}
-	notReadyNoTaint := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}}
-	grace := 5 * time.Minute
+}
+
+func TestMatchingNodes(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Node{}, NodeHostnameIndex, NodeHostname).WithObjects(
+		node("gpu-7", "gpu-7.example.internal", corev1.ConditionTrue),
+		node("gpu-8", "gpu-8", corev1.ConditionTrue),
+	).Build()
+	zoned := term(corev1.LabelHostname, "gpu-8")
+	zoned.MatchExpressions = append(zoned.MatchExpressions, corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}})
 	cases := map[string]struct {
-		found map[string]*corev1.Node
-		lost  bool
-		after time.Duration
+		pv   *corev1.PersistentVolume
+		want []string
 	}{
-		"deleted":                          {map[string]*corev1.Node{}, true, 0},
-		"Ready: never":                     {map[string]*corev1.Node{"n1": ready}, false, 0},
-		"NotReady without the taint":       {map[string]*corev1.Node{"n1": notReadyNoTaint}, false, 0},
-		"unreachable within the grace":     {map[string]*corev1.Node{"n1": unreachable(now.Add(-time.Minute))}, false, 4 * time.Minute},
-		"unreachable for longer than that": {map[string]*corev1.Node{"n1": unreachable(now.Add(-6 * time.Minute))}, true, 0},
+		"a node whose name is not its hostname: found by its label": {hostnamePV(term(corev1.LabelHostname, "gpu-7.example.internal")), []string{"gpu-7"}},
+		"the node's name is not a hostname: none":                   {hostnamePV(term(corev1.LabelHostname, "gpu-7")), nil},
+		"name and hostname alike":                                   {hostnamePV(term(corev1.LabelHostname, "gpu-8")), []string{"gpu-8"}},
+		"the rest of the term must match too":                       {hostnamePV(zoned), nil},
+		"two terms, either matches":                                 {hostnamePV(term(corev1.LabelHostname, "gone"), term(corev1.LabelHostname, "gpu-8")), []string{"gpu-8"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := lossOf([]string{"n1"}, tc.found, grace, now)
-			if got.lost != tc.lost || got.after != tc.after {
-				t.Fatalf("lossOf = %+v; want lost %v after %v", got, tc.lost, tc.after)
+			hostnames, ok := pinnedNodes(tc.pv)
+			if !ok {
+				t.Fatal("not pinned by hostname")
+			}
+			nodes, err := matchingNodes(context.Background(), c, tc.pv, hostnames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range nodes {
+				got = append(got, n.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("matching nodes (-want +got):\n%s", diff)
 			}
 		})
 	}
-	// Two nodes: one Ready keeps the volume usable.
-	if got := lossOf([]string{"n1", "n2"}, map[string]*corev1.Node{"n2": ready}, grace, now); got.lost {
-		t.Errorf("a PV with one Ready node is lost: %+v", got)
+}
+
+// TestLossOf judges the grace on the add-on's own clock: a node seen unreachable for the first
+// time is within the grace, whatever its taint's TimeAdded (another machine's clock) says.
+func TestLossOf(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	grace := time.Minute
+	longAgo := &metav1.Time{Time: t0.Add(-time.Hour)}
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: longAgo}
+	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	type look struct {
+		at        time.Duration // after t0
+		wantState lossState
+		wantAfter time.Duration
+	}
+	cases := map[string]struct {
+		nodes []*corev1.Node
+		looks []look
+	}{
+		"no node matches: lost at once":       {nil, []look{{0, nodesLost, 0}}},
+		"Ready: never":                        {[]*corev1.Node{node("n1", "n1", corev1.ConditionTrue)}, []look{{0, notLost, 0}, {time.Hour, notLost, 0}}},
+		"out of service: lost at once":        {[]*corev1.Node{node("n1", "n1", corev1.ConditionUnknown, unreachable, outOfService)}, []look{{0, nodesLost, 0}}},
+		"out of service and Ready: lost too":  {[]*corev1.Node{node("n1", "n1", corev1.ConditionTrue, outOfService)}, []look{{0, nodesLost, 0}}},
+		"one Ready node of two keeps it":      {[]*corev1.Node{node("n1", "n1", corev1.ConditionUnknown, outOfService), node("n2", "n2", corev1.ConditionTrue)}, []look{{0, notLost, 0}}},
+		"NotReady without the taint: counted": {[]*corev1.Node{node("n1", "n1", corev1.ConditionFalse)}, []look{{0, notLost, grace}, {grace, nodesUnreachable, 0}}},
+		"unreachable since an hour by its taint: the grace counts from the first look": {
+			[]*corev1.Node{node("n1", "n1", corev1.ConditionUnknown, unreachable)},
+			[]look{{0, notLost, grace}, {grace / 2, notLost, grace / 2}, {grace, nodesUnreachable, 0}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(t0)
+			var seen addon.NodesSeen
+			for _, l := range tc.looks {
+				clk.SetTime(t0.Add(l.at))
+				got := lossOf([]string{"n1"}, tc.nodes, grace, clk.Now(), func(n *corev1.Node) time.Time {
+					since, _ := seen.Since(n, clk.Now())
+					return since
+				})
+				if got.state != l.wantState || got.after != l.wantAfter {
+					t.Errorf("at t0+%v: lossOf = %+v; want state %v, after %v", l.at, got, l.wantState, l.wantAfter)
+				}
+			}
+		})
 	}
 }
 

@@ -77,7 +77,7 @@ var (
 	})
 	nodeLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_node_lost_total",
-		Help: "Per-pod PersistentVolumeClaims whose volume is pinned to a lost node, by what was done (recreated: deleted for a new one, whenNodeLost: Recreate; kept: whenNodeLost: Keep, told once).",
+		Help: "Per-pod PersistentVolumeClaims whose volume is pinned to a lost node, by what was done (recreated: deleted for a new one, whenNodeLost: Recreate; kept: whenNodeLost: Keep, told once; unreachable: nodes NotReady or unreachable past the grace, data kept, told once; refused: deleting a pod on the node was refused, told once).",
 	}, []string{"action"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_volumeclaims_errors_total",

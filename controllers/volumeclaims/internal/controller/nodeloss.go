@@ -3,17 +3,20 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -23,55 +26,62 @@ import (
 )
 
 // NodeLoss acts for whenNodeLost on the per-pod PVCs of running JobSets whose volumes are
-// pinned to a lost node (lostnode.go): Recreate deletes the PVC, and the JobSet's pods on the
+// pinned to lost nodes (lostnode.go): Recreate deletes the PVC, and the JobSet's pods on the
 // lost node, so that the Job's replacement pod gets a new, empty PVC (the Reconciler makes it
-// again) and lands on another node; Keep tells that the pod waits.
+// again) and lands on another node; Keep tells that the pod waits. Nodes that are only NotReady
+// or unreachable are told, and given up only with whenNodeUnreachable: Recreate.
 type NodeLoss struct {
-	// Client reads JobSets, the add-on's PVCs, PVs and Nodes from the cache, and deletes.
+	// Client reads JobSets, the add-on's PVCs, PVs and Nodes (by NodeHostnameIndex) from the
+	// cache, and deletes.
 	Client client.Client
 	// Reader lists the JobSet's pods from the API server.
 	Reader   client.Reader
 	Recorder events.EventRecorder
-	Now      func() time.Time
+	Clock    clock.PassiveClock
 
 	// told holds the PVCs (and nodes) told as waiting (Keep), once each.
 	told addon.Told
+	// seen holds when this process first saw each node not Ready.
+	seen addon.NodesSeen
 }
 
-// SetupWithManager registers it for JobSets with policies, and for Nodes that go or stop being
-// Ready (each enqueues every such JobSet).
-func (n *NodeLoss) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+// SetupWithManager registers it for JobSets with policies, and for Nodes that are deleted or
+// whose health changes (each enqueues every such JobSet).
+func (n *NodeLoss) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &n.told, &jobsetv1alpha2.JobSetList{}); err != nil {
 		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeHostnameIndex, NodeHostname); err != nil {
+		return fmt.Errorf("indexing nodes by hostname: %w", err)
+	}
+	nodes := handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if node, ok := e.ObjectNew.(*corev1.Node); ok {
+				n.seen.Since(node, n.Clock.Now()) // seen now: the grace counts from here
+			}
+			n.enqueueAll(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			n.seen.Forget(e.Object.GetUID())
+			n.enqueueAll(ctx, q)
+		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumeclaims-nodeloss").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies())).
-		WatchesRawSource(addon.Watches(mgr, &corev1.Node{}, handler.EnqueueRequestsFromMapFunc(n.allJobSets), nodeReachability())).
+		WatchesRawSource(addon.Watches(mgr, &corev1.Node{}, nodes, addon.NodeHealthChanges(false))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(n))
 }
 
-// nodeReachability passes a Node's deletion, and a change of its readiness or of its
-// unreachable taint; not its heartbeats.
-func nodeReachability() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			a, aok := e.ObjectOld.(*corev1.Node)
-			b, bok := e.ObjectNew.(*corev1.Node)
-			if !aok || !bok {
-				return false
-			}
-			sa, ua := unreachableSince(a)
-			sb, ub := unreachableSince(b)
-			return ua != ub || !sa.Equal(sb)
-		},
+func (n *NodeLoss) enqueueAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, r := range n.allJobSets(ctx) {
+		q.Add(r)
 	}
 }
 
 // allJobSets enqueues every JobSet with policies.
-func (n *NodeLoss) allJobSets(ctx context.Context, _ client.Object) []reconcile.Request {
+func (n *NodeLoss) allJobSets(ctx context.Context) []reconcile.Request {
 	var list jobsetv1alpha2.JobSetList
 	if err := n.Client.List(ctx, &list); err != nil {
 		return nil
@@ -132,29 +142,37 @@ func (n *NodeLoss) claim(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc *co
 	if err := n.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
 		return 0, client.IgnoreNotFound(err)
 	}
-	names, ok := pinnedNodes(pv)
+	hostnames, ok := pinnedNodes(pv)
 	if !ok {
 		return 0, nil // no node affinity by hostname: never lost
 	}
-	found := map[string]*corev1.Node{}
-	for _, name := range names {
-		node := &corev1.Node{}
-		if err := n.Client.Get(ctx, types.NamespacedName{Name: name}, node); err == nil {
-			found[name] = node
-		} else if client.IgnoreNotFound(err) != nil {
+	nodes, err := matchingNodes(ctx, n.Client, pv, hostnames)
+	if err != nil {
+		return 0, err
+	}
+	now := n.Clock.Now()
+	loss := lossOf(hostnames, nodes, policy.NodeLostGrace(r), now, func(node *corev1.Node) time.Time {
+		since, _ := n.seen.Since(node, now)
+		return since
+	})
+	switch {
+	case loss.state == notLost:
+		return loss.after, nil
+	case r.WhenNodeLost == contract.NodeLostRecreate && (loss.state == nodesLost || r.WhenNodeUnreachable == contract.NodeLostRecreate):
+		if err := n.recreate(ctx, js, pvc, pv, loss); errors.Is(err, errDeleteRefused) {
+			return refusedRetry, nil
+		} else if err != nil {
 			return 0, err
 		}
-	}
-	grace := contract.DefaultVolumeNodeLostGracePeriod
-	if r.NodeLostGracePeriod != nil {
-		grace = r.NodeLostGracePeriod.Duration
-	}
-	loss := lossOf(names, found, grace, n.now())
-	switch {
-	case !loss.lost:
-		return loss.after, nil
-	case r.WhenNodeLost == contract.NodeLostRecreate:
-		return 0, n.recreate(ctx, js, pvc, pv, loss.why)
+		return 0, nil
+	case loss.state == nodesUnreachable:
+		if n.told.Once(js.UID, ReasonNodeUnreachable+"/"+pvc.Name+"/"+strings.Join(loss.nodes, ",")) {
+			nodeLost.WithLabelValues("unreachable").Inc()
+			addon.Tell(n.Recorder, js, claimRef(js, pvc.Name), corev1.EventTypeWarning, ReasonNodeUnreachable, actionKeep,
+				"PersistentVolumeClaim %s waits: its volume %s can only be used on nodes that do not answer (%s), and its pods there may still run behind a partition, so its data is kept (whenNodeUnreachable: Keep); once the machine is known to be down, taint the node %s=nodeshutdown:NoExecute (or delete the Node) and whenNodeLost applies",
+				pvc.Name, pv.Name, loss.why, corev1.TaintNodeOutOfService)
+		}
+		return 0, nil
 	}
 	if n.told.Once(js.UID, ReasonNodeLostKept+"/"+pvc.Name+"/"+loss.why) {
 		nodeLost.WithLabelValues("kept").Inc()
@@ -163,11 +181,4 @@ func (n *NodeLoss) claim(ctx context.Context, js *jobsetv1alpha2.JobSet, pvc *co
 			pvc.Name, pv.Name, loss.why)
 	}
 	return 0, nil
-}
-
-func (n *NodeLoss) now() time.Time {
-	if n.Now != nil {
-		return n.Now()
-	}
-	return time.Now()
 }

@@ -87,7 +87,7 @@ func (p *Parsed) Validate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 // validatePolicy checks one policy at path against js: its targets exist and are Indexed, and
 // each template is mounted by, and clashes with no volume of, the ReplicatedJobs it applies to.
 func validatePolicy(js *jobsetv1alpha2.JobSet, p *contract.VolumeClaimPolicy, path *field.Path, refused sets.Set[string]) field.ErrorList {
-	var errs field.ErrorList
+	errs := validateNodeLostGrace(p, path, refused)
 	// The indexes of the ReplicatedJobs the policy applies to.
 	var applies []int
 	if p.Shared() {
