@@ -59,7 +59,8 @@ func unchanged(ctx context.Context, t *testing.T, c client.Client, ns, name stri
 // is another JobSet's is refused at admission, naming that JobSet; one whose collision
 // appears only after admission (here at Job index 1, the dry run looks at index 0) is told
 // (VolumeClaimNameTaken, naming both), and its pod waits instead of mounting the other
-// JobSet's data, which is left as it was. Once that PVC is gone, the JobSet gets its own.
+// JobSet's data, which is left as it was. Once that PVC is gone, the JobSet gets its own at
+// once.
 func TestNameTakenNeverMounted(t *testing.T) {
 	f := framework.NamespacedFeature("a PVC name another JobSet made is refused, or told, never mounted", "refused; told; the pod waits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -148,10 +149,21 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			t.Fatalf("JobSet gpt-eval finished (%s) without its own PVC of index 1", second.Status.TerminalState)
 		}
 
-		// gpt's PVC gone, gpt-eval gets its own, and runs to the end.
+		// gpt's PVC gone, gpt-eval gets its own at once, not on its back-off (which, after
+		// waiting this long, is some 40 s between retries: the gone PVC reconciles the JobSet
+		// that waits for it), and runs to the end.
+		time.Sleep(40 * time.Second)
 		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-1-0"}}); err != nil {
 			t.Fatal(err)
 		}
+		framework.Eventually(ctx, t, 10*time.Second, "gpt-eval's own PVC of index 1, made once gpt's is gone", func(ctx context.Context) (bool, string, error) {
+			var pvc corev1.PersistentVolumeClaim
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "ckpt-gpt-eval-worker-1-0"}, &pvc)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return pvc.Labels[contract.JobSetNameLabelKey] == second.Name, "held by JobSet " + pvc.Labels[contract.JobSetNameLabelKey], nil
+		})
 		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 2, 1))
 		framework.WaitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
 		checkPodVolumes(ctx, t, c, ns, second.Name, map[string][]string{"worker": {"ckpt"}}, nil)
