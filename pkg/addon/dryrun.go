@@ -159,9 +159,13 @@ type takenError struct {
 	what, holder string
 }
 
-func (e *takenError) Error() string {
+func (e *takenError) Error() string { return Taken(e.what, e.holder) }
+
+// Taken is the refusal of a JobSet one of whose objects, what, exists and is another's:
+// holder (contract.Identity.Holder).
+func Taken(what, holder string) string {
 	return fmt.Sprintf("%s exists and was made for %s, not for this JobSet (names are joined with \"-\", so two JobSets can give the same one): rename the JobSet, the ReplicatedJob or the template, or delete it if its data is not needed",
-		e.what, e.holder)
+		what, holder)
 }
 
 // taken reads the existing object of obj's name and tells whether it is another JobSet's

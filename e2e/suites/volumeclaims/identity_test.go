@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -56,10 +57,11 @@ func unchanged(ctx context.Context, t *testing.T, c client.Client, ns, name stri
 // TestNameTakenNeverMounted: names are joined with "-", so JobSet gpt's ReplicatedJob
 // eval-worker and JobSet gpt-eval's worker give the same per-pod PVC names, and JobSet
 // base-bert's shared ckpt and JobSet bert's ckpt-base the same shared one. A JobSet whose PVC
-// is another JobSet's is refused at admission, naming that JobSet; one whose collision
-// appears only after admission (here at Job index 1, the dry run looks at index 0) is told
+// is another JobSet's is refused at admission, naming that JobSet, at any index; one whose
+// collision appears only after admission (here a Job added by ElasticJobSet) is told
 // (VolumeClaimNameTaken, naming both), and its pod waits instead of mounting the other
-// JobSet's data, which is left as it was. Once that PVC is gone, the JobSet gets its own.
+// JobSet's data, which is left as it was. Once that PVC is gone, the JobSet gets its own at
+// once.
 func TestNameTakenNeverMounted(t *testing.T) {
 	f := framework.NamespacedFeature("a PVC name another JobSet made is refused, or told, never mounted", "refused; told; the pod waits", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -84,17 +86,17 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			t.Errorf("refused at %q, want at %s", paths, want)
 		}
 
-		// Per-pod: gpt (2 Jobs) runs, is deleted, its PVCs retained.
-		gpt := newJobSet(ns, "gpt", perPodPolicy("ckpt", "eval-worker", "{whenDeleted: Retain}"), replicatedJob("eval-worker", 2, 1, "ckpt"))
+		// Per-pod: gpt (1 Job of 2 pods) runs, is deleted, its PVCs retained.
+		gpt := newJobSet(ns, "gpt", perPodPolicy("ckpt", "eval-worker", "{whenDeleted: Retain}"), replicatedJob("eval-worker", 1, 2, "ckpt"))
 		framework.CreateAll(ctx, t, c, gpt)
-		gptClaims := waitClaimsBound(ctx, t, c, ns, gpt.Name, perPodNames("ckpt", "gpt", "eval-worker", 2, 1))
+		gptClaims := waitClaimsBound(ctx, t, c, ns, gpt.Name, perPodNames("ckpt", "gpt", "eval-worker", 1, 2))
 		framework.WaitJobSet(ctx, t, c, gpt, jobsetv1alpha2.JobSetCompleted)
 		gptUID := string(gpt.UID)
 		deleteJobSet(ctx, t, c, gpt)
 
 		// At admission: gpt-eval's first PVC is gpt's.
 		gptEval := func() *jobsetv1alpha2.JobSet {
-			return newJobSet(ns, "gpt-eval", perPodPolicy("ckpt", "worker", "{whenDeleted: Delete}"), replicatedJob("worker", 2, 1, "ckpt"))
+			return newJobSet(ns, "gpt-eval", perPodPolicy("ckpt", "worker", "{whenDeleted: Delete}"), replicatedJob("worker", 1, 2, "ckpt"))
 		}
 		err = c.Create(ctx, gptEval())
 		if err == nil {
@@ -104,13 +106,36 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			t.Errorf("the refusal does not name the PVC and its JobSet: %v", err)
 		}
 
-		// After admission: without gpt's index 0, gpt-eval is admitted; its index 1 is gpt's.
+		// At admission, at a later index: without gpt's pod 0's, gpt-eval's pod 1's PVC is gpt's.
 		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-0-0"}}); err != nil {
 			t.Fatal(err)
 		}
 		waitClaimsGone(ctx, t, c, ns, gpt.Name, []string{"ckpt-gpt-eval-worker-0-0"})
-		second := gptEval()
+		err = c.Create(ctx, gptEval())
+		if err == nil {
+			t.Fatal("JobSet gpt-eval admitted; want it refused: its PVC ckpt-gpt-eval-worker-0-1 is JobSet gpt's")
+		}
+		if !strings.Contains(err.Error(), "ckpt-gpt-eval-worker-0-1 exists and was made for JobSet gpt ") {
+			t.Errorf("the refusal does not name the PVC and its JobSet: %v", err)
+		}
+		if paths, _ := framework.CausePaths(err); len(paths) != 1 || paths[0] != annotationPath+"[0].templates[0]" {
+			t.Errorf("refused at %q, want at %s[0].templates[0]", paths, annotationPath)
+		}
+
+		// After admission: gpt-eval of one pod is admitted, and grows (ElasticJobSet) to two,
+		// whose pod 1's PVC is gpt's.
+		second := newJobSet(ns, "gpt-eval", perPodPolicy("ckpt", "worker", "{whenDeleted: Delete}"), replicatedJob("worker", 1, 1, "ckpt"))
+		delay(second, "90s")
 		framework.CreateAll(ctx, t, c, second)
+		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 1, 1))
+		if err := c.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
+			t.Fatal(err)
+		}
+		second.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](2)
+		second.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](2)
+		if err := c.Update(ctx, second); err != nil {
+			t.Fatal(err)
+		}
 		expectEvents(ctx, t, c, second, "VolumeClaimNameTaken")
 		framework.Eventually(ctx, t, 30*time.Second, "the Event names both", func(ctx context.Context) (bool, string, error) {
 			var list corev1.EventList
@@ -119,13 +144,13 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			}
 			for _, e := range list.Items {
 				if e.InvolvedObject.UID == second.UID && e.Reason == "VolumeClaimNameTaken" {
-					ok := e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "ckpt-gpt-eval-worker-1-0") && strings.Contains(e.Message, "JobSet gpt (uid "+gptUID+")")
+					ok := e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "ckpt-gpt-eval-worker-0-1") && strings.Contains(e.Message, "JobSet gpt (uid "+gptUID+")")
 					return ok, e.Message, nil
 				}
 			}
 			return false, "no Event", nil
 		})
-		// The pod of index 1 waits: none is created with gpt's PVC, and gpt's PVC is as it was.
+		// The pod of pod 1 waits: none is created with gpt's PVC, and gpt's PVC is as it was.
 		for range 10 {
 			var pods corev1.PodList
 			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: second.Name}); err != nil {
@@ -133,26 +158,37 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			}
 			for _, p := range pods.Items {
 				for _, v := range p.Spec.Volumes {
-					if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "ckpt-gpt-eval-worker-1-0" {
-						t.Fatalf("pod %s mounts JobSet gpt's PVC ckpt-gpt-eval-worker-1-0", p.Name)
+					if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "ckpt-gpt-eval-worker-0-1" {
+						t.Fatalf("pod %s mounts JobSet gpt's PVC ckpt-gpt-eval-worker-0-1", p.Name)
 					}
 				}
 			}
-			unchanged(ctx, t, c, ns, "ckpt-gpt-eval-worker-1-0", gptClaims["ckpt-gpt-eval-worker-1-0"], "gpt", gptUID)
+			unchanged(ctx, t, c, ns, "ckpt-gpt-eval-worker-0-1", gptClaims["ckpt-gpt-eval-worker-0-1"], "gpt", gptUID)
 			time.Sleep(300 * time.Millisecond)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
 			t.Fatal(err)
 		}
 		if second.Status.TerminalState != "" {
-			t.Fatalf("JobSet gpt-eval finished (%s) without its own PVC of index 1", second.Status.TerminalState)
+			t.Fatalf("JobSet gpt-eval finished (%s) without its own PVC of pod 1", second.Status.TerminalState)
 		}
 
-		// gpt's PVC gone, gpt-eval gets its own, and runs to the end.
-		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-1-0"}}); err != nil {
+		// gpt's PVC gone, gpt-eval gets its own at once, not on its back-off (which, after
+		// waiting this long, is some 40 s between retries: the gone PVC reconciles the JobSet
+		// that waits for it), and runs to the end.
+		time.Sleep(40 * time.Second)
+		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-0-1"}}); err != nil {
 			t.Fatal(err)
 		}
-		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 2, 1))
+		framework.Eventually(ctx, t, 10*time.Second, "gpt-eval's own PVC of pod 1, made once gpt's is gone", func(ctx context.Context) (bool, string, error) {
+			var pvc corev1.PersistentVolumeClaim
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "ckpt-gpt-eval-worker-0-1"}, &pvc)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return pvc.Labels[contract.JobSetNameLabelKey] == second.Name, "held by JobSet " + pvc.Labels[contract.JobSetNameLabelKey], nil
+		})
+		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 1, 2))
 		framework.WaitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
 		checkPodVolumes(ctx, t, c, ns, second.Name, map[string][]string{"worker": {"ckpt"}}, nil)
 		return ctx

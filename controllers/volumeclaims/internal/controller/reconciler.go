@@ -50,10 +50,14 @@ type Reconciler struct {
 
 	mu     sync.Mutex
 	claims map[types.NamespacedName]*jobSetClaims
+	// waiting holds, per PVC that is another JobSet's (nameTaken), the JobSets of whose names
+	// it is, which wait for it to go.
+	waiting map[types.NamespacedName]sets.Set[types.NamespacedName]
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
-// PVCs it manages.
+// PVCs it manages (those that hold a JobSet's name for another JobSet reconcile the waiting
+// JobSet as they go).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.told, &jobsetv1alpha2.JobSetList{}); err != nil {
 		return err
@@ -69,6 +73,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("volumeclaims").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies(), jobSetChanged)).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim), claimChanged())).
+		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, r.gone())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
 }
@@ -237,10 +242,12 @@ func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, c po
 
 // nameTaken records that the PVC of c's name is another JobSet's (or another part of this
 // one's): an error that names it and whose it is, which has the reconcile retried, so that
-// this JobSet's PVC is made once that one is gone. Until then the pods that mount it are
-// refused (the Pod webhook asks the same question) and wait.
+// this JobSet's PVC is made once that one is gone; its deletion (waitFor) reconciles this
+// JobSet at once. Until then the pods that mount it are refused (the Pod webhook asks the
+// same question) and wait.
 func (r *Reconciler) nameTaken(js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim) error {
 	reconcileErrors.WithLabelValues("name-taken").Inc()
+	r.waitFor(js, pvc)
 	return fmt.Errorf("PersistentVolumeClaim %s (template %s) was made for %s", c.Name, c.Template.Name, c.Identity(js).Holder(pvc))
 }
 

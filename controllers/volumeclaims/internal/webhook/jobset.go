@@ -4,7 +4,9 @@ import (
 	"context"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -15,12 +17,16 @@ import (
 )
 
 // JobSetWebhook defaults and validates JobSets that carry the policies annotation. Its only API
-// calls are the dry runs of DryRun.
+// calls are the dry runs of DryRun; Claims is read from the cache.
 type JobSetWebhook struct {
 	// DryRun, when set, has the API server judge the PVC each template gives (the first one, for
 	// per-pod templates) with a dry-run create, on CREATE: its validation of the spec, its
 	// admission, the namespace's quota (addon.DryRunner).
 	DryRun *addon.DryRunner
+	// Claims, when set, reads the add-on's PVCs (the cache): a JobSet any of whose PVC names
+	// (every index, not only the first the dry run looks at) another JobSet's PVC holds is
+	// refused.
+	Claims client.Reader
 }
 
 var (
@@ -52,11 +58,33 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	p := policy.ParseJobSet(js)
 	errs := p.Validate(js)
+	errs = append(errs, w.taken(ctx, js, p, errs)...)
 	refused, warnings := w.DryRun.Check(ctx, p.DryRuns(js, errs))
 	if errs = append(errs, refused...); len(errs) > 0 {
 		return warnings, jobsets.Invalid(js, errs)
 	}
 	return append(warnings, p.Warnings(js)...), nil
+}
+
+// taken refuses, at the path of its template, each PVC of js's names that exists and is
+// another JobSet's (policy.Parsed.Taken), for every index: one List of the add-on's PVCs in
+// the namespace, then a look-up per claim. When the PVCs cannot be read, nothing is refused:
+// the reconciler tells a name taken, and the Pod webhook denies the pods that would mount it.
+func (w *JobSetWebhook) taken(ctx context.Context, js *jobsetv1alpha2.JobSet, p *policy.Parsed, errs field.ErrorList) field.ErrorList {
+	if w.Claims == nil || js.Name == "" || len(p.Claims) == 0 {
+		return nil
+	}
+	var list corev1.PersistentVolumeClaimList
+	if err := w.Claims.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{
+		contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue,
+	}, client.UnsafeDisableDeepCopy); err != nil || len(list.Items) == 0 {
+		return nil
+	}
+	existing := make(map[string]*corev1.PersistentVolumeClaim, len(list.Items))
+	for i := range list.Items {
+		existing[list.Items[i].Name] = &list.Items[i]
+	}
+	return p.Taken(js, existing, errs)
 }
 
 // ValidateUpdate keeps the policies annotation and the admission marker as they were created.

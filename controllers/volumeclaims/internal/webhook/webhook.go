@@ -41,7 +41,7 @@ func Register(mgr ctrl.Manager, qps float32, burst int) error {
 	if err != nil {
 		return err
 	}
-	hook := &JobSetWebhook{DryRun: &addon.DryRunner{Client: c, Name: "volumeclaims", Remember: DryRunRemember}}
+	hook := &JobSetWebhook{DryRun: &addon.DryRunner{Client: c, Name: "volumeclaims", Remember: DryRunRemember}, Claims: mgr.GetCache()}
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, hook); err != nil {
 		return err
 	}

@@ -4,10 +4,12 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // DryRuns are the PVCs for the API server to judge (the webhook's dry runs, lint's offline
@@ -39,6 +41,28 @@ func (p *Parsed) DryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addo
 			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
 			id := p.Claims[k].Identity(js)
 			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id})
+		}
+	}
+	return out
+}
+
+// Taken refuses, at the path of its template, each PVC of js's names that is in existing (the
+// add-on's PVCs of the namespace, by name) and is another JobSet's (contract.Identity.Of), at
+// every index: once per template. A template with a problem of its own in errs is not looked at.
+func (p *Parsed) Taken(js *jobsetv1alpha2.JobSet, existing map[string]*corev1.PersistentVolumeClaim, errs field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, c := range p.Claims {
+		pvc, ok := existing[c.Name]
+		if !ok {
+			continue
+		}
+		j := slices.IndexFunc(p.Policies[c.Policy].Templates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == c.Template.Name })
+		tp := AnnotationPath.Index(c.Policy).Child("templates").Index(j)
+		if hasErrorAt(errs, tp) || hasErrorAt(out, tp) {
+			continue
+		}
+		if id := c.Identity(js); id.Of(pvc) == contract.Foreign {
+			out = append(out, field.Invalid(tp, field.OmitValueType{}, addon.Taken("the PersistentVolumeClaim "+c.Name, id.Holder(pvc))))
 		}
 	}
 	return out
