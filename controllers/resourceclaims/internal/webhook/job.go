@@ -59,7 +59,7 @@ func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	if errs := w.taken(ctx, job, bindings); len(errs) > 0 {
 		logf.FromContext(ctx).V(2).Info("Denied a Job whose resource claim is another Job's", "job", klog.KRef(req.Namespace, job.Name), "err", errs.ToAggregate())
-		return admission.Denied(fmt.Sprintf("resourceclaims: Job %s is not created while a claim of its name is another Job's, so that its pods never use that Job's devices; JobSet creates it again, and it passes once the claim is gone: %v", job.Name, errs.ToAggregate()))
+		return admission.Denied(fmt.Sprintf("resourceclaims: Job %s is not created while another Job holds a claim of its name, so that its pods never use that Job's devices (JobSet retries it): %v", job.Name, errs.ToAggregate()))
 	}
 	var warnings []string
 	for _, b := range bindings {
