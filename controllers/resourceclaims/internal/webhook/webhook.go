@@ -1,8 +1,8 @@
 // Package webhook holds the resourceclaims admission webhooks: a validating webhook on JobSet
 // CREATE and UPDATE that refuses bad templates with field paths and keeps them immutable, and
 // a mutating webhook on Job CREATE that adds to a JobSet Job's pod template the claims its
-// templates give it. What they add comes from package claims, so the webhooks, the reconciler
-// and the tests agree on every name.
+// templates give it, and denies a Job one of whose claims another Job holds. What they add
+// comes from package claims, so the webhooks, the reconciler and the tests agree on every name.
 package webhook
 
 import (
