@@ -2,11 +2,17 @@ package resourceclaims_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -17,33 +23,84 @@ import (
 // x-1-gpu and JobSet a-w-0's Job a-w-0-x-1 (ReplicatedJob x) with template gpu both give the
 // claim a-w-0-x-1-gpu. The claim is JobSet a's; JobSet a-w-0 is admitted (its first Job's claim
 // is free) and told (ResourceClaimNameTaken, naming whose the claim is), and the claim is never
-// deleted to be made again for it: it stays the same object, JobSet a's.
+// deleted to be made again for it: it stays the same object, JobSet a's. Job a-w-0-x-1 is not
+// created while the claim is a's (JobSet tells JobCreationFailed, naming the claim), so no pod
+// of JobSet a-w-0 ever uses JobSet a's devices; once JobSet a is deleted, JobSet creates the
+// Job again, and its pods get a claim of their own.
 func TestClaimNamesThatCoincide(t *testing.T) {
-	f := framework.NamespacedFeature("a claim name two JobSets give is one's, told, never deleted for the other", "told; the claim stays", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	f := framework.NamespacedFeature("a claim name two JobSets give is one's, told, never deleted for the other", "told; the claim stays; the other's Job waits for it to go", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
+		const taken = "a-w-0-x-1-gpu"
 		// Pods that run long enough for the claim to be fought over, were it.
 		a := newJobSet(ns, "a", rjob("w", 1, 1, `[{metadata: {name: x-1-gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "20s"))
 		framework.CreateAll(ctx, t, c, a)
-		waitAllocated(ctx, t, c, ns, a.Name, []string{"a-w-0-x-1-gpu"})
+		waitAllocated(ctx, t, c, ns, a.Name, []string{taken})
 		aw := newJobSet(ns, "a-w-0", rjob("x", 2, 1, `[{metadata: {name: gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "20s"))
+		var mu sync.Mutex
+		var foreign []string
+		stop := framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+			for i := range pods {
+				if claims, _ := podClaims(&pods[i]); claims["gpu"] == taken {
+					mu.Lock()
+					foreign = append(foreign, pods[i].Name)
+					mu.Unlock()
+				}
+			}
+		}, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: aw.Name})
+		defer stop()
 		framework.CreateAll(ctx, t, c, aw)
-		waitEvent(ctx, t, c, ns, aw.Name, "ResourceClaimNameTaken", "a-w-0-x-1-gpu (made for JobSet a ")
+		waitEvent(ctx, t, c, ns, aw.Name, "ResourceClaimNameTaken", taken+" (made for JobSet a ")
 		var uid types.UID
 		for range 20 {
 			var claim resourcev1.ResourceClaim
-			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-w-0-x-1-gpu"}, &claim); err != nil {
-				t.Fatalf("the claim a-w-0-x-1-gpu: %v", err)
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: taken}, &claim); err != nil {
+				t.Fatalf("the claim %s: %v", taken, err)
 			}
 			if uid == "" {
 				uid = claim.UID
 			}
 			if claim.UID != uid || !claim.DeletionTimestamp.IsZero() || claim.Labels[contract.JobSetNameLabelKey] != "a" {
-				t.Fatalf("JobSet a's claim a-w-0-x-1-gpu was deleted or replaced (uid %s, then %s, deleted %v, jobset-name %q)",
-					uid, claim.UID, claim.DeletionTimestamp, claim.Labels[contract.JobSetNameLabelKey])
+				t.Fatalf("JobSet a's claim %s was deleted or replaced (uid %s, then %s, deleted %v, jobset-name %q)",
+					taken, uid, claim.UID, claim.DeletionTimestamp, claim.Labels[contract.JobSetNameLabelKey])
+			}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-w-0-x-1"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("Job a-w-0-x-1 was created while its claim %s is JobSet a's (err %v)", taken, err)
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
+		waitEvent(ctx, t, c, ns, aw.Name, "JobCreationFailed", "the ResourceClaim "+taken+" exists and was made for JobSet a ")
+		stop()
+		if len(foreign) > 0 {
+			t.Fatalf("pods %v of JobSet a-w-0 reference JobSet a's claim %s", foreign, taken)
+		}
+		// JobSet a goes, and its claim with it.
+		if err := c.Delete(ctx, a, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, 60*time.Second, "JobSet a's claim "+taken+" gone", func(ctx context.Context) (bool, string, error) {
+			var claim resourcev1.ResourceClaim
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: taken}, &claim)
+			if apierrors.IsNotFound(err) {
+				return true, "", nil
+			}
+			return err == nil && claim.Labels[contract.JobSetNameLabelKey] != "a", "made for JobSet " + claim.Labels[contract.JobSetNameLabelKey], err
+		})
+		// JobSet creates the Job at its next reconcile: after its back-off, which the refusals
+		// have made long, or at once on a change to the JobSet, as here.
+		nudge := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.jobset-addons.io/nudge":"1"}}}`))
+		if err := c.Patch(ctx, aw, nudge); err != nil {
+			t.Fatal(err)
+		}
+		waitAllocated(ctx, t, c, ns, aw.Name, []string{taken})
+		framework.Eventually(ctx, t, 60*time.Second, "a pod of Job a-w-0-x-1 with its own claim", func(ctx context.Context) (bool, string, error) {
+			for _, p := range podsOf(ctx, t, c, ns, aw.Name) {
+				if claims, _ := podClaims(&p); p.Labels[batchv1.JobNameLabel] == "a-w-0-x-1" && claims["gpu"] == taken {
+					return true, "", nil
+				}
+			}
+			return false, "no pod of Job a-w-0-x-1 yet", nil
+		})
 		return ctx
 	})
 	testenv.Test(t, f)

@@ -220,6 +220,23 @@ func JobClaim(job *batchv1.Job, b Binding) *resourcev1.ResourceClaim {
 	return Claim(job.Namespace, job.Labels[contract.JobSetNameLabelKey], job.Labels[contract.ReplicatedJobNameLabelKey], index, JobOwner(job), b)
 }
 
+// Identity is whose a claim of want's name must be to be want's Job's (contract.Identity.Of):
+// the add-on's labels naming the JobSet, ReplicatedJob, Job index and template, and want's
+// controller (its Job, or its JobSet for a claim made ahead) by UID. A Job at admission has no
+// UID yet: a claim of its labels is then Retained, never Own.
+func Identity(want *resourcev1.ResourceClaim) contract.Identity {
+	parts := []string{contract.ResourceClaimTemplateLabelKey, contract.ReplicatedJobNameLabelKey, contract.JobIndexLabelKey}
+	labels := make(map[string]string, len(parts))
+	for _, k := range parts {
+		labels[k] = want.Labels[k]
+	}
+	id := contract.Identity{ManagedBy: contract.ResourceClaimsManagedByValue, JobSet: want.Labels[contract.JobSetNameLabelKey], Labels: labels, Parts: parts}
+	if ref := metav1.GetControllerOfNoCopy(want); ref != nil {
+		id.UID = ref.UID
+	}
+	return id
+}
+
 // Finished tells whether the Job has finished: its Complete or Failed condition is True.
 func Finished(job *batchv1.Job) bool {
 	return jobsets.JobFinished(job)

@@ -65,12 +65,12 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 	case controlledBy(found, js.UID):
 		// Made ahead of this Job; the reconcile that the cache's catching up brings adopts it.
 		r.made.Created(found)
-	case claimIdentity(a.create).Of(found) == contract.Foreign:
+	case claims.Identity(a.create).Of(found) == contract.Foreign:
 		// Ours, made for another Job (names are joined with "-": Job a-w-0's template 1-gpu
 		// and Job a-w-0-1's gpu give one name), which may be using it: left alone, and told.
 		claimsSkipped.WithLabelValues("name-taken").Inc()
 		if r.told.Once(a.create.OwnerReferences[0].UID, ReasonNameTaken+"/"+found.Name) {
-			out.add(a.jobName, "foreign", found.Name+" (made for "+claimIdentity(a.create).Holder(found)+")", nil)
+			out.add(a.jobName, "foreign", found.Name+" (made for "+claims.Identity(a.create).Holder(found)+")", nil)
 		}
 	default:
 		// Ours, left by an earlier Job or JobSet of the same name: it goes, and the claim is
@@ -86,22 +86,6 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 			out.add(a.jobName, "deleted", found.Name, nil)
 		}
 	}
-}
-
-// claimIdentity is whose a claim of want's name must be to be want's Job's
-// (contract.Identity.Of): the add-on's labels naming the JobSet, ReplicatedJob, Job index and
-// template, and the Job as controller.
-func claimIdentity(want *resourcev1.ResourceClaim) contract.Identity {
-	parts := []string{contract.ResourceClaimTemplateLabelKey, contract.ReplicatedJobNameLabelKey, contract.JobIndexLabelKey}
-	labels := make(map[string]string, len(parts))
-	for _, k := range parts {
-		labels[k] = want.Labels[k]
-	}
-	id := contract.Identity{ManagedBy: contract.ResourceClaimsManagedByValue, JobSet: want.Labels[contract.JobSetNameLabelKey], Labels: labels, Parts: parts}
-	if ref := metav1.GetControllerOfNoCopy(want); ref != nil {
-		id.UID = ref.UID
-	}
-	return id
 }
 
 // delete deletes a claim (its UID as precondition); one gone already counts as deleted.

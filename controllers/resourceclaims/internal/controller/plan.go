@@ -56,10 +56,10 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 			}
 		case !c.DeletionTimestamp.IsZero():
 			// Going; a stale claim is made again once it is gone.
-		case claimIdentity(claims.JobClaim(job, b)).Of(c) == contract.Foreign:
+		case claims.Identity(claims.JobClaim(job, b)).Of(c) == contract.Foreign:
 			// Made for another Job of the JobSet (names are joined with "-"): neither adopted
 			// nor deleted.
-			foreign = append(foreign, c.Name+" (made for "+claimIdentity(claims.JobClaim(job, b)).Holder(c)+")")
+			foreign = append(foreign, c.Name+" (made for "+claims.Identity(claims.JobClaim(job, b)).Holder(c)+")")
 		case metav1.IsControlledBy(c, js):
 			if finished && b.Template.WhenJobFinished == contract.RetentionPolicyDelete {
 				work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})

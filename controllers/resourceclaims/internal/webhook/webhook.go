@@ -1,8 +1,8 @@
 // Package webhook holds the resourceclaims admission webhooks: a validating webhook on JobSet
 // CREATE and UPDATE that refuses bad templates with field paths and keeps them immutable, and
 // a mutating webhook on Job CREATE that adds to a JobSet Job's pod template the claims its
-// templates give it. What they add comes from package claims, so the webhooks, the reconciler
-// and the tests agree on every name.
+// templates give it, and denies a Job one of whose claims another Job holds. What they add
+// comes from package claims, so the webhooks, the reconciler and the tests agree on every name.
 package webhook
 
 import (
@@ -49,6 +49,6 @@ func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burs
 	if err != nil {
 		return fmt.Errorf("registering the JobSet webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates})})
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates, Claims: mgr.GetCache()})})
 	return nil
 }
