@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -295,34 +293,7 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	}
 	workqueue.ParallelizeUntil(ctx, workers, len(objs), func(i int) {
 		ran[i] = true
-		if d.remembered(objs[i].Key) {
-			if objs[i].Identity != nil {
-				// Accepted for another JobSet's name: the object of this name may still be taken.
-				results[i] = d.taken(ctx, objs[i].What, objs[i].Object, objs[i].Identity)
-			}
-			return
-		}
-		obj, ok := objs[i].Object.DeepCopyObject().(client.Object)
-		if !ok {
-			results[i] = fmt.Errorf("%T is not a client.Object", objs[i].Object)
-			return
-		}
-		create := func() error { return d.Client.Create(ctx, obj, client.DryRunAll) }
-		if key := objs[i].Key; key != "" && d.Remember > 0 {
-			_, err, shared := d.inFlight.Do(key, func() (any, error) { return nil, create() })
-			if err != nil && shared {
-				err = create() // another's answer, which may name its object: ask for ours
-			}
-			results[i] = err
-		} else {
-			results[i] = create()
-		}
-		if results[i] == nil {
-			d.remember(objs[i].Key)
-		}
-		if apierrors.IsAlreadyExists(results[i]) && objs[i].Identity != nil {
-			results[i] = d.taken(ctx, objs[i].What, objs[i].Object, objs[i].Identity)
-		}
+		results[i] = d.one(ctx, &objs[i])
 	})
 	var errs field.ErrorList
 	var warnings []string
@@ -350,87 +321,36 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	return errs, warnings
 }
 
-// Cause is the part of a refusal that does not name the object: its causes' fields and
-// messages, or its message, for Refusals. Objects made from one template are refused for
-// one cause.
-func Cause(err error) string {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return err.Error()
-	}
-	st := status.Status()
-	if st.Details == nil || len(st.Details.Causes) == 0 {
-		msg := st.Message
-		if st.Details != nil && st.Details.Name != "" {
-			msg = strings.ReplaceAll(msg, st.Details.Name, "NAME")
+// one dry-runs obj, or takes its template's remembered acceptance, and returns the answer; an
+// object of its name that exists and is another's (DryRun.Identity) is a takenError.
+func (d *DryRunner) one(ctx context.Context, o *DryRun) error {
+	if d.remembered(o.Key) {
+		if o.Identity != nil {
+			// Accepted for another JobSet's name: the object of this name may still be taken.
+			return d.taken(ctx, o.What, o.Object, o.Identity)
 		}
-		return msg
-	}
-	parts := make([]string, len(st.Details.Causes))
-	for i, c := range st.Details.Causes {
-		parts[i] = c.Field + ": " + c.Message
-		if st.Details.Name != "" {
-			parts[i] = strings.ReplaceAll(parts[i], st.Details.Name, "NAME")
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// Refusals collects, in one reconcile, the objects whose creation the API server refused for
-// good (Refused: a template it does not accept, for example after an upgrade), by template and
-// cause. The zero value is ready; it is safe for concurrent use.
-type Refusals struct {
-	mu     sync.Mutex
-	causes map[string]*refusal // template and cause
-	order  []string
-}
-
-type refusal struct {
-	template string
-	names    []string
-	err      error
-	errName  string // the object err is about
-}
-
-// Add records that the object name, made from template, was refused with err.
-func (r *Refusals) Add(template, name string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := template + "\x00" + Cause(err)
-	if r.causes == nil {
-		r.causes = map[string]*refusal{}
-	}
-	if r.causes[key] == nil {
-		r.causes[key] = &refusal{template: template, err: err, errName: name}
-		r.order = append(r.order, key)
-	}
-	r.causes[key].names = append(r.causes[key].names, name)
-}
-
-// Tell calls tell once per template and cause that told has not recorded (Told.Once) for the
-// JobSet uid — the caller emits its Warning there — and returns the
-// refusals as one error, so that the reconcile is retried with the controller's back-off: the
-// cause may go (a ValidatingAdmissionPolicy removed, a feature gate turned on) without anything
-// the controller watches changing. kind names the objects in the error. names are sorted, but
-// for the first, the one the error names.
-func (r *Refusals) Tell(told *Told, uid types.UID, kind string, tell func(template string, names []string, err error)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.causes) == 0 {
 		return nil
 	}
-	keys := slices.Sorted(slices.Values(r.order))
-	msgs := make([]string, 0, len(keys))
-	for _, k := range keys {
-		f := r.causes[k]
-		slices.Sort(f.names)
-		if i := slices.Index(f.names, f.errName); i > 0 {
-			f.names = append(append([]string{f.errName}, f.names[:i]...), f.names[i+1:]...)
-		}
-		msgs = append(msgs, fmt.Sprintf("template %s: %v", f.template, f.err))
-		if told.Once(uid, "refused\x00"+k) {
-			tell(f.template, f.names, f.err)
-		}
+	obj, ok := o.Object.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", o.Object)
 	}
-	return fmt.Errorf("the API server refuses %s: %s", kind, strings.Join(msgs, "; "))
+	create := func() error { return d.Client.Create(ctx, obj, client.DryRunAll) }
+	var err error
+	if key := o.Key; key != "" && d.Remember > 0 {
+		var shared bool
+		_, err, shared = d.inFlight.Do(key, func() (any, error) { return nil, create() })
+		if err != nil && shared {
+			err = create() // another's answer, which may name its object: ask for ours
+		}
+	} else {
+		err = create()
+	}
+	if err == nil {
+		d.remember(o.Key)
+	}
+	if apierrors.IsAlreadyExists(err) && o.Identity != nil {
+		return d.taken(ctx, o.What, o.Object, o.Identity)
+	}
+	return err
 }

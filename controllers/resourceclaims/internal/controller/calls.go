@@ -47,6 +47,13 @@ func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("creating %s: %w", a.create.Name, err))
 		return
 	}
+	r.exists(ctx, js, a, out)
+}
+
+// exists decides about a claim of a.create's name that exists already: whose it is
+// (contract.Identity.Of) says whether it is left alone and told, taken as made, or deleted as
+// left by an earlier owner.
+func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
 	found := &resourcev1.ResourceClaim{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(a.create), found); err != nil {
 		reconcileErrors.WithLabelValues("create").Inc()
