@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -128,12 +129,15 @@ func TestNameTakenNeverMounted(t *testing.T) {
 		delay(second, "90s")
 		framework.CreateAll(ctx, t, c, second)
 		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 1, 1))
-		if err := c.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
-			t.Fatal(err)
-		}
-		second.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](2)
-		second.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](2)
-		if err := c.Update(ctx, second); err != nil {
+		// JobSet's controller writes the JobSet too: on a conflict, read it again and retry.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(second), second); err != nil {
+				return err
+			}
+			second.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](2)
+			second.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](2)
+			return c.Update(ctx, second)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		expectEvents(ctx, t, c, second, "VolumeClaimNameTaken")
