@@ -18,6 +18,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
+	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -286,8 +287,9 @@ func retryUpdate(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet
 }
 
 // TestHandEdits: the controller caches only its PodGroups' metadata. A PodGroup deleted by hand
-// is made again, and one whose spec and spec hash were changed by hand is read whole from the
-// API server and brought back to the JobSet's demand, keeping what others wrote on it.
+// is made again; a user's edit of its spec hash is refused (reserved keys), and one whose spec
+// and spec hash were changed by a writer with the add-on's rights is read whole from the API
+// server and brought back to the JobSet's demand, keeping what others wrote on it.
 func TestHandEdits(t *testing.T) {
 	f := framework.NamespacedFeature("hand edits", "PodGroup restored", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -306,10 +308,19 @@ func TestHandEdits(t *testing.T) {
 			return err == nil && pg.UID != first && pg.Spec.MinMember == 2, fmt.Sprintf("uid %s minMember %d, %v", pg.UID, pg.Spec.MinMember, err), nil
 		})
 
+		before := pg.DeepCopy()
 		pg.Spec.MinMember = 7
 		pg.Annotations[contract.PodGroupSpecHashAnnotationKey] = "edited-by-hand"
 		pg.Annotations["example.com/note"] = "kept"
-		if err := c.Update(ctx, pg); err != nil {
+		// The spec hash is the add-on's (the chart's reserved-keys policy): a user's edit of it
+		// is refused, naming the key. One who writes with the add-on's rights can still edit
+		// it, and the add-on brings the PodGroup back.
+		want := "metadata.annotations[" + contract.PodGroupSpecHashAnnotationKey + "]: Forbidden: written only by the podgroups add-on"
+		if err := c.Update(ctx, pg.DeepCopy()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a user's edit of the spec hash = %v, want it refused with %q", err, want)
+		}
+		addonWriter := framework.ServiceAccountClient(t, cfg, testbed.AddonNamespace, "jobset-addons-podgroups")
+		if err := addonWriter.Patch(ctx, pg, client.MergeFrom(before)); err != nil {
 			t.Fatal(err)
 		}
 		framework.Eventually(ctx, t, 30*time.Second, "PodGroup restored", func(ctx context.Context) (bool, string, error) {
