@@ -1,10 +1,12 @@
 # Our own code: the modules, the binaries, and the checks that need no cluster (make verify).
 CONTROLLERS := volumeclaims resourceclaims sequencer podgroups
 # Our modules (go.work) and the wrapper modules that pin the testbed's tools (not in go.work:
-# they pin other Kubernetes versions).
+# they pin other Kubernetes versions). KUBE_NEXT's (Go 1.27) only with KUBE_VERSION=$(KUBE_NEXT):
+# nothing of it in make test.
 MODULES := pkg/contract pkg/addon $(addprefix controllers/,$(CONTROLLERS)) cmd/kubectl-jobset-addons e2e
-TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
-	$(foreach v,$(filter-out $(KUBE_VERSION),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
+TOOL_MODULES := tools/kube tools/etcd tools/kueue tools/kueue-$(KUEUE_OLD) tools/kwok tools/jobset tools/jobset-e2e tools/trainer tools/trainer-$(TRAINER_OLD) tools/helm tools/volcano tools/kai tools/schedplugins tools/schedplugins-$(SCHEDPLUGINS_OLD) tools/vuln tools/prometheus tools/kind tools/ko tools/containerd tools/crictl tools/coredns charts/jobset-addons/tests hack/release \
+	$(foreach v,$(filter-out $(KUBE_DEFAULT) $(KUBE_NEXT),$(COMPAT_KUBE_VERSIONS)),tools/kube-$v) \
+	$(if $(filter $(KUBE_NEXT),$(KUBE_VERSION)),tools/kube-$(KUBE_NEXT)) \
 	$(foreach v,$(filter-out $(JOBSET_VERSION),$(COMPAT_JOBSET_VERSIONS)),tools/jobset-$v)
 # The wrapper modules pinned to go.work's versions of what they share with our code, with a
 # package each builds: their builds reuse what building ours compiled (hack/shared-deps-check.sh,
@@ -38,7 +40,7 @@ docs-lint: ## test: Check the docs: links, anchors, `make` commands, the knobs t
 .PHONY: verify
 verify: ## test: gofmt, go vet, go mod tidy, every module builds alone, docs, govulncheck
 	@bad=$$(gofmt -l $(MODULES) tools hack 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
-	@hack/tidy-check.sh $(MODULES) $(TOOL_MODULES)
+	@GO_NEXT=$(GO_NEXT) hack/tidy-check.sh $(MODULES) $(TOOL_MODULES)
 	@for m in $(MODULES) hack/release; do echo "== $$m (GOWORK=off)"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go build -o /dev/null ./...) || exit 1; done
 	@hack/shared-deps-check.sh $(SHARED_DEPS_TOOLS)
 	@cd pkg/contract && GOWORK=off go run ./internal/docgen -check $(ROOT)/docs/reference.md

@@ -2,7 +2,7 @@
 # hack/test.sh; unit, fuzz, the chart's checks, and make e2e, every e2e suite of e2e/ on the
 # testbed (the kind suite: make/kind.mk).
 GO_TEST_FLAGS ?= -count=1
-export KUBEBUILDER_ASSETS := $(BIN)/testbed
+export KUBEBUILDER_ASSETS := $(TESTBED)
 # Where the observability suite finds prometheus and promtool.
 export PROMETHEUS_BIN_DIR := $(PROMETHEUS_DIR)
 
@@ -29,6 +29,9 @@ QUICK_SUITES := volumeclaims resourceclaims sequencer podgroups testbed
 #             (DRAWorkloadResourceClaims off: a Job of 300 pods sharing a claim is refused)
 #   upstream  upstream JobSet's own e2e suite on the testbed twice, with the four add-ons
 #             running and without: the same specs must pass
+#   upgrade   (e2e/suites/upgrade) a testbed of KUBE_DEFAULT whose control plane is replaced by
+#             KUBE_NEXT's while a composite gang runs; builds KUBE_NEXT's Kubernetes (Go 1.27)
+#             once. Not in the reduced run
 #   compat    the compatibility matrix: core cases of each add-on on every COMPAT_COMBOS
 #             (<kube>-<jobset>), each on a fresh testbed; writes docs/compatibility.md. It
 #             builds another Kubernetes and two more JobSets (about 20 minutes, once)
@@ -71,6 +74,7 @@ e2e_needs.chaos         := testbed-bins $(TESTBEDCTL)
 e2e_needs.upstream      := testbed-bins $(JOBSET_E2E)
 e2e_needs.compat        := $(COMPAT_STAMPS)
 e2e_needs.kind          :=
+e2e_needs.kai           := testbed-bins kai-bins
 e2e_run.gates         = $(e2e_test) -timeout 15m -v ./suites/gates/ $(summary)
 e2e_run.observability = $(e2e_test) -timeout 15m -v ./suites/observability/ $(summary)
 e2e_run.gate-off      = cd e2e && env -u KUBECONFIG TESTBED_KUBE_FEATURE_GATES=$(GATES_WITHOUT_DRA_WORKLOAD_CLAIMS) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 10m -v -run '^($(GATE_OFF_TESTS))$$' ./suites/resourceclaims/ $(summary)
@@ -81,10 +85,14 @@ e2e_run.upstream      = hack/with-testbed.sh bash -c 'cd e2e && GOWORK=off go ru
 e2e_run.compat        = cd e2e && GOWORK=off go run ./cmd/compat -out $(ROOT)/docs/compatibility.md \
 	-command "$(if $(TESTBED_PORT_BASE),TESTBED_PORT_BASE=$(TESTBED_PORT_BASE) )make e2e SUITE=compat" $(COMPAT_COMBOS)
 e2e_run.kind          = $(MAKE) --no-print-directory e2e-kind
+# upgrade: a testbed of KUBE_DEFAULT whose control plane the test replaces by KUBE_NEXT's.
+e2e_run.upgrade       = $(MAKE) --no-print-directory KUBE_VERSION=$(KUBE_NEXT) testbed-core-bins && \
+	cd e2e && env -u KUBECONFIG TESTBED_UPGRADE_BIN_DIR=$(BIN)/testbed-$(KUBE_NEXT) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/upgrade/ $(summary)
 # Without SUITE; E2E_EXCLUDE_QUICK=1 (make test-all, after make e2e-quick): without QUICK_SUITES.
+# Neither runs kai (KAI Scheduler's build is its own: make e2e SUITE=kai) nor upgrade (make e2e SUITE=upgrade).
 E2E_EXCLUDE_QUICK ?=
 e2e_reduced_skip = -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$'
-e2e_run_reduced = $(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster \
+e2e_run_reduced = $(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster -e /suites/kai -e /suites/upgrade \
 	$(if $(E2E_EXCLUDE_QUICK),$(foreach s,$(QUICK_SUITES),-e /suites/$s$$))) $(summary)
 
 comma := ,

@@ -31,9 +31,9 @@ TESTBED_BINS := $(call testbed_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 KUBE_NODE_BINS := kubelet kubeadm kube-proxy
 define kube_rule
 $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) &: $(call kube_mod,$1)/go.mod
-	hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_BINS))" "$(call kube_ldflags,$1)"
+	$(call kube_toolchain,$1)hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_BINS))" "$(call kube_ldflags,$1)"
 $(addprefix $(BIN)/kube-$1/,$(KUBE_NODE_BINS)) &: $(call kube_mod,$1)/go.mod
-	hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_NODE_BINS))" "$(call kube_ldflags,$1)"
+	$(call kube_toolchain,$1)hack/build-tool.sh $(call kube_mod,$1) $(BIN)/kube-$1/ "$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_NODE_BINS))" "$(call kube_ldflags,$1)"
 endef
 # JobSet, kwok, helm and JobSet's e2e suite wait for our binaries (an order-only prerequisite):
 # their wrapper modules pin go.work's versions of the Kubernetes client packages and below
@@ -66,6 +66,16 @@ $(VOLCANO_CM): tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/controller-manager
 $(SCHEDPLUGINS_DIR)/sp-scheduler: $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION))/go.mod
 	hack/build-tool.sh $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)) $@ sigs.k8s.io/scheduler-plugins/cmd/scheduler
+
+# KAI Scheduler, the fourth gang scheduler podgroups drives (scheduler: kai): its scheduler, its
+# binder (the scheduler writes BindRequests, the binder binds) and its pod grouper, one go build
+# from tools/kai, on the Kubernetes 1.34 its module names. Run by testbed.StartKAI (make e2e
+# SUITE=kai) only, so built by kai-bins, not by testbed-bins.
+KAI_DIR  := $(BIN)/kai-$(KAI_VERSION)
+KAI_CMDS := scheduler binder podgrouper
+KAI_BINS := $(addprefix $(KAI_DIR)/,$(KAI_CMDS))
+$(KAI_BINS) &: tools/kai/go.mod
+	hack/build-tool.sh tools/kai $(KAI_DIR)/ "$(addprefix github.com/NVIDIA/KAI-scheduler/cmd/,$(KAI_CMDS))"
 
 # Kueue, run beside JobSet by the neighbour suites (make e2e SUITE=kueue): its own wrapper module,
 # on its own Kubernetes and JobSet versions (v0.19.2: k8s.io/api v0.36, JobSet v0.12.0; v0.17.0:
@@ -136,8 +146,13 @@ $(BIN)/pause: e2e/kindbed/images/pause/main.go
 
 # bin/testbed is the one directory the testbed, envtest (KUBEBUILDER_ASSETS) and kwokctl's
 # PATH look in: links to the versioned binaries above, and JobSet's manifests.
-# bin/testbed-<kube>-<jobset> is the same for other versions (TESTBED_BIN_DIR, make e2e SUITE=compat).
-TESTBED := $(BIN)/testbed
+# bin/testbed-<kube>-<jobset> is the same for other versions (TESTBED_BIN_DIR, make e2e SUITE=compat),
+# bin/testbed-<kube> for a KUBE_VERSION other than KUBE_DEFAULT (make exports it as
+# TESTBED_BIN_DIR, which the testbed, testbedctl and the suites read).
+TESTBED := $(BIN)/testbed$(if $(filter-out $(KUBE_DEFAULT),$(KUBE_VERSION)),-$(KUBE_VERSION))
+ifneq ($(KUBE_VERSION),$(KUBE_DEFAULT))
+export TESTBED_BIN_DIR := $(TESTBED)
+endif
 mod_dir = $(shell cd $1 && GOWORK=off go list -m -f '{{.Dir}}' $2)
 VOLCANO_SRC = $(call mod_dir,tools/volcano,volcano.sh/volcano)
 SCHEDPLUGINS_SRC = $(call mod_dir,$(call schedplugins_mod,$(SCHEDPLUGINS_VERSION)),sigs.k8s.io/scheduler-plugins)
@@ -181,6 +196,22 @@ $(KUEUE_STAMP): $(TESTBED_STAMP) $(KUEUE_DIR)/kueue
 
 .PHONY: kueue-bins
 kueue-bins: $(KUEUE_STAMP) ## tools: Build (once) Kueue and link it into bin/testbed
+
+# KAI in bin/testbed beside the rest: its scheduler, binder and pod grouper (kai-scheduler,
+# kai-binder, kai-podgrouper) and
+# kai-src, the directory of its module source, from which testbed.StartKAI takes KAI's CRDs.
+KAI_STAMP := $(TESTBED)/.stamp-kai-$(KAI_VERSION)
+$(KAI_STAMP): $(KAI_BINS)
+	@mkdir -p $(TESTBED)
+	rm -f $(TESTBED)/.stamp-kai-*
+	ln -sf $(KAI_DIR)/scheduler $(TESTBED)/kai-scheduler
+	ln -sf $(KAI_DIR)/binder $(TESTBED)/kai-binder
+	ln -sf $(KAI_DIR)/podgrouper $(TESTBED)/kai-podgrouper
+	echo $(call mod_dir,tools/kai,github.com/NVIDIA/KAI-scheduler) >$(TESTBED)/kai-src
+	echo $(KAI_VERSION) >$(TESTBED)/kai-version
+	touch $@
+.PHONY: kai-bins
+kai-bins: $(KAI_STAMP) ## tools: Build (once) KAI Scheduler's scheduler, binder and pod grouper and link them into bin/testbed
 
 # Trainer named in bin/testbed: trainer-version, the version testbed.StartTrainer runs (from
 # bin/trainer-<version>).

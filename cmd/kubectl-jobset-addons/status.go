@@ -25,6 +25,7 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -254,27 +255,48 @@ func barriers(ctx context.Context, c client.Client, w io.Writer, js *jobsetv1alp
 	of := jobsets.MembersOf(js, jobs.Items)
 	attempt := of.Attempt(js)
 	groups := jobsets.BarrierGroups(js, st)
+	nodes := nodesDown(ctx, c)
 	rows(w, "BARRIER\tATTEMPT\tPODS\tWAITING\tOPEN\tWAITS FOR", len(groups), func(i int) string {
 		g := groups[i]
 		var members []*corev1.Pod
+		down := map[string]string{}
 		waiting := 0
 		for j := range pods.Items {
 			p := &pods.Items[j]
 			rj, a, ok := of.PodOf(p)
 			if ok && p.DeletionTimestamp == nil && !jobsets.PodFinished(p) && a == attempt && slices.Contains(g.ReplicatedJobs, rj) {
 				members = append(members, p)
-				if _, ok := jobsets.AtBarrier(p); ok {
+				// A pod on a node that cannot answer shows what its kubelet last wrote: it does
+				// not count as waiting, as the sequencer's barrier does not count it.
+				if why := nodes(p.Spec.NodeName); why != "" {
+					down[p.Name] = why
+				} else if _, ok := jobsets.AtBarrier(p); ok {
 					waiting++
 				}
 			}
 		}
-		open, waitsFor := "no", jobsets.NotAtBarrier(members, g.Pods, 5)
+		open, waitsFor := "no", jobsets.NotWaiting(members, down, g.Pods, 5)
 		if run, _ := jobsets.BarrierRun(js); opened.For(attempt, run) && opened.Has(g.Name) {
 			open, waitsFor = "yes", ""
 		}
 		return strings.Join([]string{g.Name, strconv.Itoa(int(attempt)), strconv.Itoa(int(g.Pods)), strconv.Itoa(waiting), open, dash(waitsFor)}, "\t")
 	})
 	return nil
+}
+
+// nodesDown says, for each node name it is asked about (once each), why what its kubelet last
+// wrote cannot be trusted (addon.NodeDown), "" when it can or cannot be read (a user without
+// the right to get Nodes sees the pods as they report themselves).
+func nodesDown(ctx context.Context, c client.Reader) func(string) string {
+	seen := map[string]string{}
+	return func(name string) string {
+		if why, ok := seen[name]; ok {
+			return why
+		}
+		why, _ := addon.NodeDown(ctx, c, name)
+		seen[name] = why
+		return why
+	}
 }
 
 // podGroups prints the JobSet's PodGroups of the kinds that the cluster serves (Volcano's,

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,10 +27,11 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend/kaiapi"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/controller"
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -46,17 +47,19 @@ func main() {
 		// queue behind the client's rate limit.
 		QPS:         200,
 		Burst:       400,
-		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme, volcanov1beta1.AddToScheme, coschedv1alpha1.AddToScheme, kaiapi.AddToScheme},
 		// Only JobSets' Jobs and our own PodGroups and Workloads are cached.
-		Uses: gang.Uses,
+		Uses: podgroups.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&batchv1.Job{}:                addon.JobsOfJobSets(nil), // their labels and conditions, not their pod templates
 			&volcanov1beta1.PodGroup{}:    addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&coschedv1alpha1.PodGroup{}:   addon.ManagedBy(contract.PodGroupsManagedByValue),
+			&kaiapi.PodGroup{}:            addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.PodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
 			&schedulingv1beta1.Workload{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
-			// Watched only where served (composites below).
-			&schedulingv1alpha3.CompositePodGroup{}: addon.ManagedBy(contract.PodGroupsManagedByValue),
+			// Watched only where served, at one version (compositeServed below).
+			backend.Meta(backend.CompositeKinds[0]): addon.ManagedBy(contract.PodGroupsManagedByValue),
+			backend.Meta(backend.CompositeKinds[1]): addon.ManagedBy(contract.PodGroupsManagedByValue),
 		},
 		Kinds:              controller.Kinds,
 		Waits:              controller.Waits,
@@ -71,6 +74,8 @@ func main() {
 			fs.StringVar(&names.Volcano, "volcano-scheduler-name", "volcano", "schedulerName given to the pods of JobSets gang-scheduled by Volcano")
 			fs.StringVar(&names.Coscheduling, "coscheduling-scheduler-name", "scheduler-plugins-scheduler", "schedulerName given to the pods of JobSets gang-scheduled by coscheduling")
 			fs.StringVar(&defaultQueue, "volcano-default-queue", "default", "Volcano queue of a JobSet that names none (Volcano's own default queue)")
+			fs.StringVar(&names.KAI, "kai-scheduler-name", "kai-scheduler", "schedulerName given to the pods of JobSets gang-scheduled by KAI Scheduler")
+			fs.StringVar(&names.KAIDefaultQueue, "kai-default-queue", "default-queue", "KAI queue of a JobSet that names none (the leaf queue of KAI's quick start)")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
 			backends := backend.NewRegistry(names)
@@ -78,35 +83,36 @@ func main() {
 			if err != nil {
 				return err
 			}
-			composites, err := compositesServed(mgr, installed)
+			composite, err := compositeServed(mgr, installed)
 			if err != nil {
 				return err
 			}
-			if err := controller.IndexFields(ctx, mgr, installed, composites); err != nil {
+			if err := controller.IndexFields(ctx, mgr, installed, composite); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
-				Client:       mgr.GetClient(),
-				APIReader:    mgr.GetAPIReader(),
-				Recorder:     addon.EventRecorder(mgr, "podgroups.jobset-addons.io"),
-				Clock:        clock.RealClock{},
-				Backends:     backends,
-				Installed:    installed,
-				Composites:   composites,
-				DefaultQueue: defaultQueue,
+				Client:        mgr.GetClient(),
+				APIReader:     mgr.GetAPIReader(),
+				Recorder:      addon.EventRecorder(mgr, "podgroups.jobset-addons.io"),
+				Clock:         clock.RealClock{},
+				Backends:      backends,
+				Installed:     installed,
+				CompositeKind: composite,
+				DefaultQueue:  defaultQueue,
 			}
 			dryRunClient, err := addon.NewDryRunClient(mgr, common.WebhookQPS, common.WebhookBurst)
 			if err != nil {
 				return err
 			}
 			w := &webhook.JobSetWebhook{
-				Backends:     backends,
-				Installed:    func(s contract.Scheduler) bool { return installed[s] != nil },
-				Classes:      r,
-				Claims:       &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
-				Composites:   composites,
-				DryRun:       &addon.DryRunner{Client: dryRunClient, Name: "podgroups", Remember: webhook.DryRunRemember},
-				DefaultQueue: defaultQueue,
+				Backends:      backends,
+				Installed:     func(s contract.Scheduler) bool { return installed[s] != nil },
+				Classes:       r,
+				Claims:        &webhook.ClaimsProbe{Client: mgr.GetClient(), Clock: clock.RealClock{}},
+				CompositeKind: composite,
+				DryRun:        &addon.DryRunner{Client: dryRunClient, Name: "podgroups", Remember: webhook.DryRunRemember},
+				DefaultQueue:  defaultQueue,
+				Reader:        mgr.GetClient(),
 			}
 			if err := webhook.Register(mgr, w); err != nil {
 				return err
@@ -150,22 +156,23 @@ backends:
 	return installed, nil
 }
 
-// compositesServed tells whether the apiserver serves CompositePodGroup (scheduling.k8s.io/v1alpha3,
-// feature gate CompositePodGroup), which a composite gang (backend.Composites) needs. Not served,
-// or no installed backend makes composite gangs: it is not watched, and JobSets asking for a
-// composite gang are refused.
-func compositesServed(mgr ctrl.Manager, installed map[contract.Scheduler]backend.Backend) (bool, error) {
+// compositeServed is the kind of CompositePodGroup the apiserver serves (scheduling.k8s.io/v1beta1
+// in Kubernetes 1.38, else v1alpha3; feature gate CompositePodGroup), which a composite gang
+// (backend.Composites) needs. Not served, or no installed backend makes composite gangs: the
+// zero kind; it is not watched, and JobSets asking for a composite gang are refused.
+func compositeServed(mgr ctrl.Manager, installed map[contract.Scheduler]backend.Backend) (schema.GroupVersionKind, error) {
 	if !slices.ContainsFunc(slices.Collect(maps.Values(installed)), func(b backend.Backend) bool { _, ok := b.(backend.Composites); return ok }) {
-		return false, nil
+		return schema.GroupVersionKind{}, nil
 	}
-	gvk := backend.CompositeKind
-	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case apimeta.IsNoMatchError(err):
-		mgr.GetLogger().WithName("podgroups").Info("CompositePodGroup (scheduling.k8s.io/v1alpha3) is not served: JobSets asking for a composite gang are refused until it is and the controller restarted")
-		return false, nil
+	gvk, err := backend.ServedCompositeKind(mgr.GetRESTMapper())
+	if err != nil {
+		return gvk, err
 	}
-	return false, fmt.Errorf("looking up the CompositePodGroup kind: %w", err)
+	log := mgr.GetLogger().WithName("podgroups")
+	if gvk.Empty() {
+		log.Info("CompositePodGroup (scheduling.k8s.io/v1beta1 or v1alpha3) is not served: JobSets asking for a composite gang are refused until it is and the controller restarted")
+	} else {
+		log.Info("Composite gangs are made as CompositePodGroups of " + gvk.GroupVersion().String())
+	}
+	return gvk, nil
 }

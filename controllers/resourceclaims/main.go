@@ -76,6 +76,9 @@ func main() {
 			if err := addon.SetupPodsRefused(mgr, "resourceclaims.jobset-addons.io", controller.PodsRefused); err != nil {
 				return err
 			}
+			if err := controller.IndexFields(ctx, mgr); err != nil {
+				return err
+			}
 			r := &controller.Reconciler{
 				Client:    mgr.GetClient(),
 				Adopter:   adopter,

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -15,12 +15,12 @@ type barrierFlags struct {
 }
 
 func (f *barrierFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.image, "barrier-image", sequence.DefaultBarrierImage(),
+	fs.StringVar(&f.image, "barrier-image", sequencer.DefaultBarrierImage(),
 		"Image of the start barrier's init container, which the webhook adds to JobSets with the "+contract.StartBarrierAnnotationKey+" annotation (the chart pins it by digest)")
-	f.cpuRequest = quantityFlag{sequence.DefaultBarrierCPURequest}
-	f.cpuLimit = quantityFlag{sequence.DefaultBarrierCPULimit}
-	f.memoryRequest = quantityFlag{sequence.DefaultBarrierMemoryRequest}
-	f.memoryLimit = quantityFlag{sequence.DefaultBarrierMemoryLimit}
+	f.cpuRequest = quantityFlag{sequencer.DefaultBarrierCPURequest}
+	f.cpuLimit = quantityFlag{sequencer.DefaultBarrierCPULimit}
+	f.memoryRequest = quantityFlag{sequencer.DefaultBarrierMemoryRequest}
+	f.memoryLimit = quantityFlag{sequencer.DefaultBarrierMemoryLimit}
 	fs.Var(&f.cpuRequest, "barrier-cpu-request", "CPU request of the start barrier's init container")
 	fs.Var(&f.cpuLimit, "barrier-cpu-limit", "CPU limit of the start barrier's init container (at least its request)")
 	fs.Var(&f.memoryRequest, "barrier-memory-request", "Memory request of the start barrier's init container")
@@ -28,10 +28,10 @@ func (f *barrierFlags) add(fs *pflag.FlagSet) {
 }
 
 // settings are the flags' settings, checked: an error stops the sequencer at startup.
-func (f *barrierFlags) settings() (sequence.BarrierSettings, error) {
-	s := sequence.BarrierSettings{
+func (f *barrierFlags) settings() (sequencer.BarrierSettings, error) {
+	s := sequencer.BarrierSettings{
 		Image:     f.image,
-		Resources: sequence.BarrierResources(f.cpuRequest.q, f.cpuLimit.q, f.memoryRequest.q, f.memoryLimit.q),
+		Resources: sequencer.BarrierResources(f.cpuRequest.q, f.cpuLimit.q, f.memoryRequest.q, f.memoryLimit.q),
 	}
 	return s, s.Validate()
 }

@@ -20,17 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/barrier"
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/controller"
 	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 func main() {
 	var workers int
 	var common addon.ControllerFlags
-	var barrier barrierFlags
+	var barrierFlagSet barrierFlags
 	// The barrier pods' cache, made by Setup: jobset_addons_jobsets_waiting{reason="barrier"}
 	// reads it.
 	var barrierPods client.Reader
@@ -41,7 +42,7 @@ func main() {
 		Burst:       400,
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only JobSets' Jobs, and only the pods the webhook gated, are cached.
-		Uses: sequence.Uses,
+		Uses: sequencer.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&batchv1.Job{}: addon.JobsOfJobSets(nil), // their counts and status, not their pod templates
 			// The gated pods, of which the controller reads the metadata and the gates.
@@ -61,19 +62,19 @@ func main() {
 			if err != nil || barrierPods == nil {
 				return waits, err
 			}
-			atBarrier, err := controller.BarrierWaits(ctx, c, barrierPods)
+			atBarrier, err := barrier.Waits(ctx, c, barrierPods)
 			return append(waits, atBarrier...), err
 		},
-		WaitReasons:        []string{controller.WaitReason, controller.BarrierReason},
+		WaitReasons:        []string{controller.WaitReason, barrier.WaitReason},
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
 			common.Bind(fs, 50, "a reconcile mostly waits on API calls: many at once keep a hand-off from queueing behind others", "barrier pods")
 			fs.IntVar(&workers, "pod-workers", 32, "Pods one reconcile releases (or tells their start barrier) at once")
-			barrier.add(fs)
+			barrierFlagSet.add(fs)
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {
-			settings, err := barrier.settings()
+			settings, err := barrierFlagSet.settings()
 			if err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ func main() {
 			if err := controller.IndexFields(ctx, mgr); err != nil {
 				return err
 			}
-			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", controller.PodsRefused); err != nil {
+			if err := addon.SetupPodsRefused(mgr, "sequencer.jobset-addons.io", barrier.PodsRefused); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{
@@ -95,12 +96,12 @@ func main() {
 			if err := r.SetupWithManager(mgr, common.ConcurrentReconciles); err != nil {
 				return err
 			}
-			pods, err := controller.BarrierPodCache(mgr)
+			pods, err := barrier.PodCache(mgr)
 			if err != nil {
 				return err
 			}
 			barrierPods = pods // before the metrics server starts: Setup runs before the manager
-			b := &controller.BarrierReconciler{
+			b := &barrier.Reconciler{
 				Client:   mgr.GetClient(),
 				Pods:     pods,
 				Nodes:    mgr.GetClient(),

@@ -19,7 +19,7 @@ import (
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/controller"
 	"github.com/jobset-addons/jobset-addons/controllers/volumeclaims/internal/webhook"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,7 +34,7 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{jobsetv1alpha2.AddToScheme},
 		// Only the PVCs the add-on made are cached; a user's PVC of a desired name shows
 		// itself when its creation collides.
-		Uses: policy.Uses,
+		Uses: volumeclaims.Uses,
 		Cache: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: addon.ManagedBy(contract.VolumeClaimsManagedByValue),
 			// The Job controller's FailedCreate Events and the Jobs they are about (their labels,

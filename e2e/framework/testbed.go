@@ -17,6 +17,9 @@ type KueueOptions = testbed.KueueOptions
 // KueueWaitForPodsReady is Kueue's waitForPodsReady section (KueueOptions.WaitForPodsReady).
 type KueueWaitForPodsReady = testbed.KueueWaitForPodsReady
 
+// KAIOptions say how KAI Scheduler runs beside the testbed (StartKAI).
+type KAIOptions = testbed.KAIOptions
+
 // AddonReplicas are the processes of an add-on started as several replicas (StartAddonReplicas).
 type AddonReplicas = testbed.AddonReplicas
 
@@ -37,6 +40,11 @@ const (
 	// VolcanoSchedulerName and CoschedulingSchedulerName are the gang schedulers' names.
 	VolcanoSchedulerName      = testbed.VolcanoSchedulerName
 	CoschedulingSchedulerName = testbed.CoschedulingSchedulerName
+	// KAISchedulerName is KAI Scheduler's; KAIDefaultQueue the testbed's leaf queue (under
+	// KAIParentQueue).
+	KAISchedulerName = testbed.KAISchedulerName
+	KAIDefaultQueue  = testbed.KAIDefaultQueue
+	KAIParentQueue   = testbed.KAIParentQueue
 	// The node labels of the testbed's topology (StartKueue).
 	TopologyBlockLabel = testbed.TopologyBlockLabel
 	TopologyRackLabel  = testbed.TopologyRackLabel
@@ -67,6 +75,8 @@ var (
 	ResumeProcess       = testbed.ResumeProcess
 	StartGangSchedulers = testbed.StartGangSchedulers
 	InstallGangCRDs     = testbed.InstallGangCRDs
+	StartKAI            = testbed.StartKAI
+	StopKAIPodGrouper   = testbed.StopKAIPodGrouper
 	StartKueue          = testbed.StartKueue
 	StopKueue           = testbed.StopKueue
 	KueueGVR            = testbed.KueueGVR

@@ -19,6 +19,9 @@ const (
 	// Coscheduling plugin (scheduler-plugins' own name for it as a second scheduler, and
 	// podgroups' default).
 	CoschedulingSchedulerName = "scheduler-plugins-scheduler"
+	// KAISchedulerName is the schedulerName of KAI Scheduler (KAI's own default, and
+	// podgroups').
+	KAISchedulerName = "kai-scheduler"
 )
 
 // Root walks up from the working directory to the directory holding go.work.

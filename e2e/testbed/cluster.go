@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +47,10 @@ const DelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
 // TopologyAwareWorkloadScheduling (alpha) for its topology key and DRAWorkloadResourceClaims
 // (beta, off by default) for per-Job claims reserved for a Job's PodGroup, and CompositePodGroup
 // (alpha, its kind in scheduling.k8s.io/v1alpha3) for composite gangs. Not WorkloadWithJob nor
-// the other alpha gates, which podgroups does not use.
+// the other alpha gates, which podgroups does not use. Kubernetes 1.38 (KUBE_VERSION=v1.38.0-beta.0)
+// takes the same gates, all beta and off by default there (TopologyAwareWorkloadScheduling and
+// CompositePodGroup are beta from 1.38), and serves CompositePodGroup at v1beta1 too, which
+// podgroups then writes.
 const (
 	WorkloadAPISince         = "1.37.0"
 	WorkloadAPIFeatureGates  = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true,CompositePodGroup=true"
@@ -472,4 +477,103 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// ControlPlaneBins are the testbed's Kubernetes binaries that ReplaceControlPlane replaces.
+var ControlPlaneBins = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+
+// ReplaceControlPlane replaces the testbed's Kubernetes in place, as a control-plane upgrade
+// does: it stops the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok), points ControlPlaneBins at those of bins (another testbed directory, such as
+// bin/testbed-v1.38.0-beta.0) and starts the cluster again on the same etcd data, with the same
+// flags, feature gates and ports. What runs beside it (JobSet, the add-ons, the gang schedulers)
+// keeps running and reconnects. It returns once the apiserver answers again.
+func (c Config) ReplaceControlPlane(ctx context.Context, bins string, log func(string, ...any)) error {
+	start := time.Now()
+	released, err := c.stopKwok(ctx)
+	if err != nil {
+		return err
+	}
+	if err := run(ctx, c, "kwokctl", "stop", "cluster", "--name", c.Name); err != nil {
+		return err
+	}
+	dir := filepath.Join(c.kwokDir(), "clusters", c.Name, "bin")
+	for _, name := range ControlPlaneBins {
+		p := filepath.Join(dir, name)
+		if err := os.Remove(p); os.IsNotExist(err) && name == "kubectl" {
+			continue // kwokctl runs the kubectl of PATH (env), not one of its own
+		} else if err != nil {
+			return fmt.Errorf("replacing %s: %w", p, err)
+		}
+		if err := os.Symlink(filepath.Join(bins, name), p); err != nil {
+			return err
+		}
+	}
+	if err := run(ctx, c, "kwokctl", "start", "cluster", "--name", c.Name); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !healthy(ctx, c) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the apiserver of %s did not answer within 2m of its start", bins)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	log("Control plane replaced by %s's in %s, on the same etcd (kwok let go of %d node Leases first)", bins, time.Since(start).Round(time.Millisecond), released)
+	return nil
+}
+
+// stopKwok stops the testbed's kwok alone, as kwokctl stop cluster does (the pid file kwokctl
+// keeps), and deletes the node Leases it held, so that the kwok kwokctl start cluster starts
+// plays the nodes and their pods at once. kwok holds a node's Lease under an identity of its
+// own (hostname_uuid), new at each start, and plays a node only while it holds its Lease: the
+// Leases of the stopped kwok (kwokctl's node-lease-duration-seconds, 200) would keep the new
+// one off every node, its pods frozen, for minutes. A Lease another holder took (PartitionNode)
+// stays. It returns how many Leases it deleted.
+func (c Config) stopKwok(ctx context.Context) (int, error) {
+	cs, err := c.Clientset()
+	if err != nil {
+		return 0, err
+	}
+	pidFile := filepath.Join(c.kwokDir(), "clusters", c.Name, "pids", "kwok-controller.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("kwok's pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", pidFile, err)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !alive(pid), nil
+	}); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := os.Remove(pidFile); err != nil {
+		return 0, err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return 0, err
+	}
+	leases, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing node Leases: %w", err)
+	}
+	deleted := 0
+	for _, l := range leases.Items {
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); !strings.HasPrefix(h, host+"_") {
+			continue
+		}
+		if err := cs.CoordinationV1().Leases(l.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("deleting the Lease of node %s: %w", l.Name, err)
+		}
+		deleted++
+	}
+	return deleted, nil
 }

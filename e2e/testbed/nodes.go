@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -35,7 +36,9 @@ func PartitionNode(ctx context.Context, cs kubernetes.Interface, name string, ta
 	}); err != nil {
 		return fmt.Errorf("taking the lease of node %s: %w", name, err)
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// kwok may write the node's status once more before it sees the lease gone: conflicts for
+	// a while on a loaded machine, not only a few milliseconds.
+	return retry.RetryOnConflict(nodeWriteRetry, func() error {
 		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -61,6 +64,10 @@ func PartitionNode(ctx context.Context, cs kubernetes.Interface, name string, ta
 		return err
 	})
 }
+
+// nodeWriteRetry is how PartitionNode retries its writes of a node on a conflict: up to some
+// 10 s.
+var nodeWriteRetry = wait.Backoff{Steps: 25, Duration: 50 * time.Millisecond, Factor: 1.2, Cap: time.Second, Jitter: 0.1}
 
 // TaintNode adds taint to node name.
 func TaintNode(ctx context.Context, cs kubernetes.Interface, name string, taint corev1.Taint) error {

@@ -67,6 +67,9 @@ type Ports struct {
 	VolcanoControllersHealth int
 	// Kueue (StartKueue).
 	KueueWebhook, KueueHealth, KueueMetrics int
+	// KAI Scheduler (StartKAI): its scheduler's metrics and plugin server, its binder's metrics
+	// and probes, its pod grouper's metrics and probes (KAI's defaults clash: 8080, 8081).
+	KAIMetrics, KAIPluginServer, KAIBinderMetrics, KAIBinderHealth, KAIGrouperMetrics, KAIGrouperHealth int
 }
 
 // Ports derives every port from PortBase: kwokctl hands out ports of its own for any it is
@@ -78,13 +81,16 @@ func (c Config) Ports() Ports {
 		Scheduler: b + 259, Kwok: b + 247, JobSetWebhook: b + 450, JobSetHealth: b + 451,
 		VolcanoMetrics: b + 460, VolcanoHealth: b + 461, CoschedulingSecure: b + 462, VolcanoControllersHealth: b + 463,
 		KueueWebhook: b + 470, KueueHealth: b + 471, KueueMetrics: b + 472,
+		KAIMetrics: b + 480, KAIPluginServer: b + 481, KAIBinderMetrics: b + 482, KAIBinderHealth: b + 483,
+		KAIGrouperMetrics: b + 484, KAIGrouperHealth: b + 485,
 	}
 }
 
 // All lists every port, for the check that teardown left none listening.
 func (p Ports) All() []int {
 	return []int{p.APIServer, p.Etcd, p.EtcdPeer, p.ControllerManager, p.Scheduler, p.Kwok, p.JobSetWebhook, p.JobSetHealth,
-		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure, p.VolcanoControllersHealth, p.KueueWebhook, p.KueueHealth, p.KueueMetrics}
+		p.VolcanoMetrics, p.VolcanoHealth, p.CoschedulingSecure, p.VolcanoControllersHealth, p.KueueWebhook, p.KueueHealth, p.KueueMetrics,
+		p.KAIMetrics, p.KAIPluginServer, p.KAIBinderMetrics, p.KAIBinderHealth, p.KAIGrouperMetrics, p.KAIGrouperHealth}
 }
 
 // DefaultConfig reads the environment: TESTBED_NAME, TESTBED_DIR, TESTBED_BIN_DIR,

@@ -22,11 +22,11 @@ func ManagedBy(value string) cache.ByObject {
 }
 
 // JobsOfJobSets scopes the Job informer to the Jobs of JobSets (those with the jobset-name
-// label), and keeps, of each, all but its pod template: of that, only what kept (nil: nothing)
-// returns, the part the add-on reads. A Job's pod template is most of it, and every JobSet's
-// Jobs are cached, those of the JobSets that do not use the add-on too (make bench ADDON=scale). Of
-// its annotations, only the add-ons' own (of the contract's domain) are kept: JobSet's copy its
-// labels, which are kept.
+// label) and keeps all of each Job but its pod template, of which it keeps only what kept
+// returns (the part the add-on reads; nil keeps nothing). A Job's pod template is most of it,
+// and the Jobs of every JobSet are cached, including those of JobSets that do not use the
+// add-on (make bench ADDON=scale). Of a Job's annotations, only the add-ons' own (those in the
+// contract's domain) are kept: the rest are JobSet's copies of its labels, which are kept.
 func JobsOfJobSets(kept func(*batchv1.Job) corev1.PodTemplateSpec) cache.ByObject {
 	exists, err := labels.NewRequirement(contract.JobSetNameLabelKey, selection.Exists, nil)
 	if err != nil {

@@ -14,7 +14,7 @@ const minTLS = tls.VersionTLS12
 
 func webhookTLS(c *tls.Config) { c.MinVersion = minTLS }
 
-// secretScoped is the manager cert-controller's rotator is given. The rotator builds a cache of
+// secretScoped is the manager given to cert-controller's rotator. The rotator builds a cache of
 // its own, which lists and watches every Secret of the namespace; through this manager's config
 // those requests name the certificate Secret (fieldSelector metadata.name=...), which the
 // apiserver authorizes against RBAC resourceNames. So the chart's Role grants one Secret by name,

@@ -184,7 +184,7 @@ func (t *Told) Once(uid types.UID, what string) bool {
 	return true
 }
 
-// Has tells whether what was told about uid (Once).
+// Has tells whether what was recorded as told about uid (by Once).
 func (t *Told) Has(uid types.UID, what string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

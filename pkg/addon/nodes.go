@@ -1,11 +1,15 @@
 package addon
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
@@ -60,6 +64,25 @@ func HealthOf(n *corev1.Node) NodeHealth {
 		}
 	}
 	return health
+}
+
+// NodeDown says why what node's kubelet last wrote (a pod's status, its containers' states)
+// cannot be trusted: "deleted", or its health (HealthOf) when it is not Ready; "" when it can,
+// or when name is "" (a pod not bound). r reads Nodes (a cache of trimmed Nodes will do).
+func NodeDown(ctx context.Context, r client.Reader, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	var node corev1.Node
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, &node); apierrors.IsNotFound(err) {
+		return "deleted", nil
+	} else if err != nil {
+		return "", fmt.Errorf("reading node %s: %w", name, err)
+	}
+	if h := HealthOf(&node); h != NodeReady {
+		return h.String(), nil
+	}
+	return "", nil
 }
 
 // TrimNode keeps, of a Node in a cache, what HealthOf and a PV's node affinity read: its name,

@@ -72,8 +72,8 @@ func (r *Refusals) Add(template, name string, err error) {
 // JobSet uid — the caller emits its Warning there — and returns the
 // refusals as one error, so that the reconcile is retried with the controller's back-off: the
 // cause may go (a ValidatingAdmissionPolicy removed, a feature gate turned on) without anything
-// the controller watches changing. kind names the objects in the error. names are sorted, but
-// for the first, the one the error names.
+// the controller watches changing. kind names the objects in the error. The names given to
+// tell are sorted, except that the first is the one the error names.
 func (r *Refusals) Tell(told *Told, uid types.UID, kind string, tell func(template string, names []string, err error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -63,7 +63,8 @@ func (w *watch) Start(ctx context.Context, queue workqueue.TypedRateLimitingInte
 	return (&source.Informer{Informer: registering{Informer: informer, w: w}, Handler: w.handler, Predicates: w.preds}).Start(ctx, queue)
 }
 
-// registering hands the registration of the handler to its watch.
+// registering is an informer that hands each handler registered on it to its watch, which
+// WaitForSync then waits on.
 type registering struct {
 	cache.Informer
 	w *watch

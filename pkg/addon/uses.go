@@ -15,9 +15,9 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// jobSetWait is how long the first Job the cache takes in waits for the JobSets' cache to be
-// synced, so that Jobs listed at the start are known as those of JobSets that use the add-on
-// or not. Past it, a Job whose JobSet the cache does not show is kept.
+// jobSetWait is how long the cache, given its first Job, waits for the JobSets' cache to sync,
+// so that it knows whether each Job listed at the start belongs to a JobSet that uses the
+// add-on. Past it, a Job whose JobSet the cache does not show is kept.
 const jobSetWait = 30 * time.Second
 
 // usesCache trims, in an add-on's cache, the JobSets that do not use it (JobSetsUsing) and their

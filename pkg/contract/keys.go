@@ -109,7 +109,8 @@ const (
 
 	// VolumeClaimsPerPodLabelKey is a pod-template label (value EnabledValue), written by the
 	// volumeclaims JobSet webhook on the pod templates of ReplicatedJobs that get per-pod PVCs.
-	// The volumeclaims Pod webhook's objectSelector matches on it, so no other pod reaches it.
+	// The volumeclaims Pod webhook's matchConditions reach the pods that carry it (or
+	// VolumeClaimsSharedVolumesAnnotationKey), so no other pod reaches it.
 	VolumeClaimsPerPodLabelKey = "volumeclaims." + Domain + "/per-pod"
 
 	// VolumeClaimsPerPodVolumesAnnotationKey is a pod-template annotation, written by the
@@ -117,6 +118,13 @@ const (
 	// the per-pod templates (volumes) that the Pod webhook adds to each pod, so that the Pod
 	// webhook needs nothing but the pod itself.
 	VolumeClaimsPerPodVolumesAnnotationKey = "volumeclaims." + Domain + "/per-pod-volumes"
+
+	// VolumeClaimsSharedVolumesAnnotationKey is a pod-template annotation, written by the
+	// volumeclaims JobSet webhook on the pod templates that mount a shared template: the
+	// comma-separated names of those templates (volumes). The volumeclaims Pod webhook's
+	// matchConditions reach the pods that carry it, and it denies a pod whose shared PVC exists
+	// and is another JobSet's, so that the pod never mounts that JobSet's data.
+	VolumeClaimsSharedVolumesAnnotationKey = "volumeclaims." + Domain + "/shared-volumes"
 
 	// VolumeClaimJobSetUIDAnnotationKey is an annotation on every PVC volumeclaims creates: the UID
 	// of the JobSet it was created for, so that a PVC left by an earlier JobSet of the same name
@@ -169,6 +177,13 @@ const (
 	// ResourceClaimTemplateLabelKey is a label on every ResourceClaim created by resourceclaims,
 	// written by it: the name of the template the claim was made from.
 	ResourceClaimTemplateLabelKey = "resourceclaims." + Domain + "/template"
+
+	// ResourceClaimsRetryAnnotationKey is a JobSet annotation, written by the resourceclaims
+	// controller: when (RFC 3339) a ResourceClaim that another Job held under the name of one of
+	// the JobSet's Jobs' claims went. The write makes JobSet's controller reconcile the JobSet at
+	// once, and create the Job the Job webhook refused meanwhile, rather than after its
+	// back-off. Nothing reads its value.
+	ResourceClaimsRetryAnnotationKey = "resourceclaims." + Domain + "/retry"
 )
 
 // sequencer.
@@ -249,12 +264,13 @@ const (
 // podgroups.
 const (
 	// SchedulerAnnotationKey is a JobSet annotation, written by the user: which gang scheduler's
-	// PodGroup to create (SchedulerVolcano, SchedulerCoscheduling or SchedulerKubernetes). Parse it
-	// with ParseScheduler.
+	// PodGroup to create (SchedulerVolcano, SchedulerCoscheduling, SchedulerKubernetes or
+	// SchedulerKAI). Parse it with ParseScheduler.
 	SchedulerAnnotationKey = "podgroups." + Domain + "/scheduler"
 
 	// VolcanoQueueNameAnnotationKey is Volcano's own key, reused as a JobSet annotation written by
-	// the user: the Volcano queue of the JobSet's PodGroups. Unset means Volcano's default queue.
+	// the user: the Volcano or KAI queue of the JobSet's PodGroups. Unset means the chart's
+	// default queue of that scheduler.
 	VolcanoQueueNameAnnotationKey = "scheduling.volcano.sh/queue-name"
 
 	// NetworkTopologyAnnotationKey is a JobSet annotation, written by the user: the Volcano
@@ -271,7 +287,8 @@ const (
 	// CompositeAnnotationKey is a JobSet annotation, written by the user, for SchedulerKubernetes
 	// only: "true" gangs each Job on its own, as a PodGroup named as the Job (JobPodGroupName)
 	// whose pods may be held to one domain of TopologyKeyAnnotationKey, while a CompositePodGroup
-	// (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup, alpha) of the gang's name keeps
+	// (scheduling.k8s.io/v1beta1 from Kubernetes 1.38, v1alpha3 in 1.37; feature gate
+	// CompositePodGroup) of the gang's name keeps
 	// the gang all-or-nothing: every Job of it placed, or none. Parse it with ParseComposite.
 	CompositeAnnotationKey = "podgroups." + Domain + "/composite"
 
@@ -281,20 +298,52 @@ const (
 	// PodGroup (JobPodGroupName) in the Job's pod template (spec.schedulingGroup.podGroupName).
 	PerJobPodGroupAnnotationKey = "podgroups." + Domain + "/per-job"
 
+	// GangAnnotationKey is an annotation on spec.replicatedJobs[].template.metadata, written by
+	// the podgroups JobSet webhook on every ReplicatedJob it gangs, so that it lands on each Job:
+	// the name of the Job's gang (its PodGroup, or its CompositePodGroup). The podgroups Job
+	// webhook sees only Jobs that carry it (or PerJobPodGroupAnnotationKey), and holds one whose
+	// gang object another JobSet holds.
+	GangAnnotationKey = "podgroups." + Domain + "/gang"
+
 	// ScheduleTimeoutAnnotationKey is a JobSet annotation, written by the user, for the
 	// coscheduling scheduler only: the PodGroup's scheduleTimeoutSeconds, how long a gang's pods
 	// wait in the scheduler's Permit stage for the rest of the gang. Parse it with
 	// ParseScheduleTimeout.
 	ScheduleTimeoutAnnotationKey = "podgroups." + Domain + "/schedule-timeout-seconds"
 
+	// PodGroupsRetryAnnotationKey is a JobSet annotation, written by the podgroups controller:
+	// when (RFC 3339) a gang object (PodGroup, Workload, CompositePodGroup) made for another
+	// JobSet under the name of one of the JobSet's gangs went. The write makes JobSet's
+	// controller reconcile the JobSet at once, and create (or resume) the Job the Job webhook
+	// held meanwhile, rather than after its back-off. Nothing reads its value.
+	PodGroupsRetryAnnotationKey = "podgroups." + Domain + "/retry"
+
 	// VolcanoGroupNameAnnotationKey is Volcano's pod annotation naming the pod's PodGroup, written
 	// by the podgroups JobSet webhook on the pod templates.
 	VolcanoGroupNameAnnotationKey = "scheduling.k8s.io/group-name"
+
+	// VolcanoTaskSpecAnnotationKey is Volcano's pod annotation naming the pod's task (role) within
+	// its PodGroup, written by the podgroups JobSet webhook on the pod templates where the user
+	// wrote none: the ReplicatedJob's name. The PodGroup's spec.minTaskMember holds, per task,
+	// how many of its pods must be placed with the rest of the gang.
+	VolcanoTaskSpecAnnotationKey = "volcano.sh/task-spec"
 
 	// CoschedulingPodGroupLabelKey is scheduler-plugins coscheduling's pod label naming the pod's
 	// PodGroup, written by the podgroups JobSet webhook on the pod templates. Being a label, its
 	// value (the PodGroup name) must also be a valid label value (63 characters at most).
 	CoschedulingPodGroupLabelKey = "scheduling.x-k8s.io/pod-group"
+
+	// KAIPodGroupAnnotationKey is KAI Scheduler's pod annotation naming the pod's PodGroup, written
+	// by the podgroups JobSet webhook on the pod templates.
+	KAIPodGroupAnnotationKey = "pod-group-name"
+
+	// KAISubGroupLabelKey is KAI Scheduler's pod label naming the pod's subGroup of its PodGroup,
+	// written by the podgroups JobSet webhook on the pod templates: the ReplicatedJob's name.
+	KAISubGroupLabelKey = "kai.scheduler/subgroup-name"
+
+	// KAIQueueLabelKey is KAI Scheduler's pod label naming the pod's queue, written by the
+	// podgroups JobSet webhook on the pod templates (KAI's pod grouper reads it).
+	KAIQueueLabelKey = "kai.scheduler/queue"
 
 	// PodGroupStageLabelKey is a label on every PodGroup created by podgroups for a sequenced
 	// JobSet, written by it: the stage index (decimal) the PodGroup gangs.

@@ -120,6 +120,14 @@ func StagePodGroupName(jobSet string, stage int) (string, error) {
 	return checkName(object, fmt.Sprintf("%s-stage-%d", jobSet, stage))
 }
 
+// KAIPodGroupName is the name of a gang's PodGroup for SchedulerKAI: the gang's name
+// (PodGroupName, StagePodGroupName) and the namespace, joined with a dot. KAI Scheduler finds a
+// PodGroup's pods by the name alone, in every namespace, so the name must be unique in the
+// cluster; a namespace has no dot, so no two gangs give one name.
+func KAIPodGroupName(gang, namespace string) (string, error) {
+	return checkName("KAI PodGroup", gang+"."+namespace)
+}
+
 // JobPodGroupName is the name of the PodGroup of one Job of a composite gang
 // (CompositeAnnotationKey): the Job's own name, <jobset>-<replicatedJob>-<index> as JobSet names
 // it. The gang's CompositePodGroup takes the gang's name (PodGroupName, StagePodGroupName).

@@ -22,12 +22,15 @@ const (
 	// (scheduling.k8s.io/v1beta1, feature gate GenericWorkload), gang-scheduled by kube-scheduler
 	// itself, and names the PodGroup in the pods' spec.schedulingGroup.podGroupName.
 	SchedulerKubernetes Scheduler = "kubernetes"
+	// SchedulerKAI creates a KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2, KAIPodGroupName)
+	// and names it in the pods' KAIPodGroupAnnotationKey annotation.
+	SchedulerKAI Scheduler = "kai"
 )
 
-var schedulers = []Scheduler{SchedulerVolcano, SchedulerCoscheduling, SchedulerKubernetes}
+var schedulers = []Scheduler{SchedulerVolcano, SchedulerCoscheduling, SchedulerKubernetes, SchedulerKAI}
 
 // ParseScheduler parses the value of the SchedulerAnnotationKey annotation: volcano,
-// coscheduling or kubernetes. The empty value is refused.
+// coscheduling, kubernetes or kai. The empty value is refused.
 func ParseScheduler(value string, path *field.Path) (Scheduler, field.ErrorList) {
 	return parseEnum(value, path, schedulers, nil)
 }

@@ -161,6 +161,8 @@ labels:
 - --volcano-scheduler-name={{ .volcano.schedulerName }}
 - --volcano-default-queue={{ .volcano.defaultQueue }}
 - --coscheduling-scheduler-name={{ .coscheduling.schedulerName }}
+- --kai-scheduler-name={{ .kai.schedulerName }}
+- --kai-default-queue={{ .kai.defaultQueue }}
 {{- end }}
 {{- end }}
 {{- range .values.extraArgs }}
@@ -221,6 +223,11 @@ resourceclaims:
   - apiGroups: ["resource.k8s.io"]
     resources: ["resourceclaims"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  # The retry annotation, once a claim another Job held under a Job's claim name is gone: the
+  # write has JobSet create the Job its webhook refused now, not after JobSet's back-off.
+  - apiGroups: ["jobset.x-k8s.io"]
+    resources: ["jobsets"]
+    verbs: ["patch"]
   # The Job controller's FailedCreate Events, to tell a JobSet whose pods are refused.
   - apiGroups: [""]
     resources: ["events"]
@@ -249,9 +256,13 @@ sequencer:
     resources: ["nodes"]
     verbs: ["get", "list", "watch"]
 podgroups:
-  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.run.ai"]
     resources: ["podgroups"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  # KAI Scheduler's Queues, read to warn of a PodGroup's queue that does not exist.
+  - apiGroups: ["scheduling.run.ai"]
+    resources: ["queues"]
+    verbs: ["get"]
   - apiGroups: ["batch"]
     resources: ["jobs"]
     verbs: ["get", "list", "watch"]
@@ -261,6 +272,11 @@ podgroups:
   - apiGroups: ["scheduling.k8s.io"]
     resources: ["workloads", "podgroups", "compositepodgroups"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  # The retry annotation, once another JobSet's gang object of a gang's name is gone: the write
+  # has JobSet create (or resume) the Job its webhook held now, not after JobSet's back-off.
+  - apiGroups: ["jobset.x-k8s.io"]
+    resources: ["jobsets"]
+    verbs: ["patch"]
 {{- end }}
 
 {{/* A controller's ClusterRole rules: the common ones, then its own, as a YAML list. */}}
@@ -292,8 +308,8 @@ Webhook configurations.
 MutatingWebhookConfiguration and/or a ValidatingWebhookConfiguration, both named
 jobset-addons-<name> (the binary's --webhook-configuration-name), from that controller's entry in
 "jobset-addons.webhooks" (templates/_webhooks.tpl). It renders nothing for a list that is empty.
-Each webhook gets the controller's webhook Service as clientConfig, failurePolicy Fail,
-sideEffects None and admissionReviewVersions [v1]; in cert-manager mode the configuration is
+Each webhook gets the controller's webhook Service as clientConfig, failurePolicy Fail (unless
+its entry names another), sideEffects None and admissionReviewVersions [v1]; in cert-manager mode the configuration is
 annotated for cert-manager's CA injector, in self-signed mode the binary injects the CA itself.
 A binary must declare the same kinds (addon.Options MutatingWebhooks / ValidatingWebhooks) so
 that its cert-controller injects the CA into the configurations rendered here.
@@ -324,7 +340,7 @@ webhooks:
         namespace: {{ $ctx.root.Release.Namespace }}
         path: {{ required (printf "webhook %s needs a path" $hook.name) (get $hook "path") }}
         port: 443
-    failurePolicy: Fail
+    failurePolicy: {{ get $hook "failurePolicy" | default "Fail" }}
     sideEffects: None
     matchPolicy: Equivalent
     timeoutSeconds: {{ get $hook "timeoutSeconds" | default 10 }}

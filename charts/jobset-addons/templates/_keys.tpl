@@ -77,7 +77,7 @@ resourceclaims:
   - apiGroups: ["resource.k8s.io"]
     resources: ["resourceclaims"]
 podgroups:
-  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.run.ai"]
     resources: ["podgroups"]
   - apiGroups: ["scheduling.k8s.io"]
     resources: ["workloads", "podgroups", "compositepodgroups"]

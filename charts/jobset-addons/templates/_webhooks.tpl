@@ -18,9 +18,10 @@ entry here, with only what is specific to it:
         namespaceSelector: {...}      # optional
         matchConditions: [...]        # optional
         timeoutSeconds: 10            # optional, default 10
+        failurePolicy: Ignore         # optional, default Fail; only where a pod may go on without the add-on
         reinvocationPolicy: IfNeeded  # optional, mutating only
 
-clientConfig (the controller's webhook Service, port 443), failurePolicy Fail, sideEffects None
+clientConfig (the controller's webhook Service, port 443), failurePolicy (Fail unless set), sideEffects None
 and the cert-manager CA annotation are added by the helper.
 
 JobSet webhooks are scoped with matchConditions: a CREATE reaches them when the JobSet uses the
@@ -28,8 +29,8 @@ add-on, an UPDATE only when it changes one of the add-on's own keys ("jobset-add
 in _keys.tpl), so that an add-on that is down stops nobody else's update of the same JobSet (another
 add-on's records, Kueue's suspend and resume, the garbage collector's finalizers). Pod and Job
 webhooks have an objectSelector on a scope label (the one the add-on's JobSet webhook wrote, or
-upstream's jobset-name) and, where needed, matchConditions on the add-on's annotation: nothing
-else ever reaches them.
+upstream's jobset-name) and, where needed, matchConditions on the add-on's label or annotation:
+nothing else ever reaches them.
 */}}
 
 {{- define "jobset-addons.webhooks" -}}
@@ -53,9 +54,37 @@ volumeclaims:
           apiVersions: ["v1"]
           operations: ["CREATE"]
           resources: ["pods"]
+      # The pods of a JobSet (upstream's jobset-name label) whose template gets per-pod PVCs (the
+      # per-pod label, written by the JobSet webhook): the Pod webhook adds the per-pod volumes,
+      # and denies a pod whose PVC is another JobSet's. Such a pod cannot run without it: Fail.
       objectSelector:
-        matchLabels:
-          volumeclaims.jobset-addons.io/per-pod: "true"
+        matchExpressions:
+          - key: jobset.sigs.k8s.io/jobset-name
+            operator: Exists
+      matchConditions:
+        - name: per-pod
+          expression: "has(object.metadata.labels) && 'volumeclaims.jobset-addons.io/per-pod' in object.metadata.labels && object.metadata.labels['volumeclaims.jobset-addons.io/per-pod'] == 'true'"
+    - name: mpodshared.volumeclaims.jobset-addons.io
+      path: /mutate--v1-pod
+      timeoutSeconds: 5
+      # The other pods of a JobSet whose template mounts a shared PVC (the shared-volumes
+      # annotation, written by the JobSet webhook): the Pod webhook changes nothing in them and
+      # denies one whose shared PVC is another JobSet's (a name taken after admission). While
+      # volumeclaims is down they go on as before it had this check (their PVC's name was
+      # checked at admission): Ignore, so that one add-on down stops no running JobSet.
+      failurePolicy: Ignore
+      rules:
+        - apiGroups: [""]
+          apiVersions: ["v1"]
+          operations: ["CREATE"]
+          resources: ["pods"]
+      objectSelector:
+        matchExpressions:
+          - key: jobset.sigs.k8s.io/jobset-name
+            operator: Exists
+      matchConditions:
+        - name: shared-only
+          expression: "has(object.metadata.annotations) && 'volumeclaims.jobset-addons.io/shared-volumes' in object.metadata.annotations && !(has(object.metadata.labels) && 'volumeclaims.jobset-addons.io/per-pod' in object.metadata.labels && object.metadata.labels['volumeclaims.jobset-addons.io/per-pod'] == 'true')"
   validating:
     - name: vjobset.volumeclaims.jobset-addons.io
       path: /validate-jobset-x-k8s-io-v1alpha2-jobset
@@ -132,15 +161,20 @@ podgroups:
       rules:
         - apiGroups: ["batch"]
           apiVersions: ["v1"]
-          operations: ["CREATE"]
+          operations: ["CREATE", "UPDATE"]
           resources: ["jobs"]
       objectSelector:
         matchExpressions:
           - key: jobset.sigs.k8s.io/jobset-name
             operator: Exists
       matchConditions:
-        - name: per-job-podgroup
-          expression: "has(object.metadata.annotations) && 'podgroups.jobset-addons.io/per-job' in object.metadata.annotations"
+        # Jobs of ReplicatedJobs podgroups gangs (its JobSet webhook marks them).
+        - name: ganged
+          expression: "has(object.metadata.annotations) && ('podgroups.jobset-addons.io/gang' in object.metadata.annotations || 'podgroups.jobset-addons.io/per-job' in object.metadata.annotations)"
+        # UPDATE only for the one that resumes a suspended Job: a Job whose gang another JobSet
+        # holds is held there too. Any other update never waits on podgroups.
+        - name: create-or-resume
+          expression: "request.operation == 'CREATE' || (has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend))"
     - name: mjobset.podgroups.jobset-addons.io
       path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
       rules:

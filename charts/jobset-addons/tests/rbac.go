@@ -49,19 +49,24 @@ var allowlist = func() map[string][]string {
 		// nodes, persistentvolumes: whenNodeLost reads the node a PVC's volume is pinned to.
 		"volumeclaims": slices.Concat(crud("/persistentvolumeclaims", "get", "list", "watch", "create", "patch", "delete"), crud("/pods", "list", "watch", "delete"),
 			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch"), crud("/persistentvolumes", "get", "list", "watch")),
+		// jobsets patch: the retry annotation, once a claim of a refused Job's name is gone.
 		"resourceclaims": slices.Concat(crud("resource.k8s.io/resourceclaims", "get", "list", "watch", "create", "patch", "delete"),
-			crud("/events", "list", "watch")),
+			crud("/events", "list", "watch"), crud("jobset.x-k8s.io/jobsets", "patch")),
 		// pods create: the webhook's dry runs of barrier pods; events: FailedCreate of Jobs;
 		// nodes: a barrier pod on a node not Ready does not count as waiting.
 		"sequencer": slices.Concat(crud("jobset.x-k8s.io/jobsets", "patch"), crud("/pods", "get", "list", "watch", "patch", "create"),
 			crud("/events", "list", "watch"), crud("/nodes", "get", "list", "watch")),
+		// jobsets patch: the retry annotation, once another JobSet's gang object of a held Job's gang name is gone.
 		"podgroups": slices.Concat(
 			crud("scheduling.volcano.sh/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.x-k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
+			crud("scheduling.run.ai/podgroups", "get", "list", "watch", "create", "patch", "delete"),
+			crud("scheduling.run.ai/queues", "get"),
 			crud("scheduling.k8s.io/podgroups", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/workloads", "get", "list", "watch", "create", "patch", "delete"),
 			crud("scheduling.k8s.io/compositepodgroups", "get", "list", "watch", "create", "patch", "delete"),
-			crud("scheduling.k8s.io/priorityclasses", "get", "list", "watch")),
+			crud("scheduling.k8s.io/priorityclasses", "get", "list", "watch"),
+			crud("jobset.x-k8s.io/jobsets", "patch")),
 	}
 	out := map[string][]string{}
 	for _, n := range controllers {

@@ -2,15 +2,12 @@ package podgroups_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -30,8 +27,9 @@ func TestComposite(t *testing.T) {
 		requireWorkloadAPI(t, cfg)
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
-		if err := c.List(ctx, &schedulingv1alpha3.CompositePodGroupList{}, client.InNamespace(ns)); err != nil {
-			t.Skipf("n/a: the apiserver does not serve CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup): %v", err)
+		version := framework.CompositePodGroupVersion(t, cfg)
+		if version == "" {
+			t.Skip("n/a: the apiserver does not serve CompositePodGroup (scheduling.k8s.io/v1beta1 or v1alpha3, gate CompositePodGroup)")
 		}
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-a1", 2, map[string]string{rackLabel: "a"})
 		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-b1", 1, map[string]string{rackLabel: "b"})
@@ -40,7 +38,10 @@ func TestComposite(t *testing.T) {
 		created := time.Now()
 		framework.CreateAll(ctx, t, c, js)
 
-		cpg := waitGet[schedulingv1alpha3.CompositePodGroup](ctx, t, c, ns, "comp", "CompositePodGroup")
+		cpg := framework.CompositePodGroup(ctx, t, c, ns, "comp", version)
+		if got := framework.WrittenAt(cpg, framework.AddonManager(addonName)); got != version {
+			t.Errorf("CompositePodGroup comp written by podgroups at %q (its managedFields: %v), want %s: the newest version the apiserver serves", got, framework.Managers(cpg), version)
+		}
 		if g := cpg.Spec.SchedulingPolicy.Gang; g == nil || g.MinGroupCount != 2 {
 			t.Errorf("CompositePodGroup comp policy %+v, want gang minGroupCount 2", cpg.Spec.SchedulingPolicy)
 		}
@@ -78,17 +79,7 @@ func TestComposite(t *testing.T) {
 			roomAt.Sub(created).Round(time.Millisecond), allBound.Round(time.Millisecond), jobRacks)
 
 		framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)
-		framework.Eventually(ctx, t, time.Minute, "CompositePodGroup and PodGroups deleted", func(ctx context.Context) (bool, string, error) {
-			var cpgs schedulingv1alpha3.CompositePodGroupList
-			var pgs schedulingv1beta1.PodGroupList
-			if err := c.List(ctx, &cpgs, client.InNamespace(ns)); err != nil {
-				return false, err.Error(), nil
-			}
-			if err := c.List(ctx, &pgs, client.InNamespace(ns)); err != nil {
-				return false, err.Error(), nil
-			}
-			return len(cpgs.Items) == 0 && len(pgs.Items) == 0, fmt.Sprintf("%d CompositePodGroups, %d PodGroups", len(cpgs.Items), len(pgs.Items)), nil
-		})
+		framework.WaitCompositeGangsGone(ctx, t, c, ns, version)
 		return ctx
 	})
 	testenv.Test(t, f)

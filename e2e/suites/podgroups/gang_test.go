@@ -3,7 +3,9 @@ package podgroups_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +156,76 @@ func checkPodNamesGang(t *testing.T, p *corev1.Pod, s contract.Scheduler, group 
 			t.Errorf("pod %s schedulerName = %q, want kube-scheduler's", p.Name, p.Spec.SchedulerName)
 		}
 	}
+}
+
+// TestVolcanoTaskMinimums: a Volcano JobSet of a launcher and workers gets a PodGroup that holds
+// each ReplicatedJob whole (spec.minTaskMember: launcher 1, worker 4, beside minMember 5), and
+// pods that name their task (volcano.sh/task-spec). While the launcher fits no node and the
+// workers fit, none of the five is bound; once a node for the launcher is added, all five are
+// bound together, which Volcano does only when each task's pods, counted under the names they
+// carry, reach their minimum (a task name its pods did not carry would hold the gang for ever).
+func TestVolcanoTaskMinimums(t *testing.T) {
+	f := framework.NamespacedFeature("volcano: each ReplicatedJob whole", "gang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		const launcherLabel = "podgroups-e2e/launcher"
+		addPoolNode(ctx, t, cfg, ns, ns+"-workers", 8)
+
+		launcher := onPool(replicated("launcher", 1, 1, "300s"), ns)
+		launcher.PodSpec().NodeSelector[launcherLabel] = "true"
+		js := newJobSet(ns, "mpi", contract.SchedulerVolcano).ReplicatedJobs(launcher, onPool(replicated("worker", 2, 2, "300s"), ns)).Obj()
+		if w := framework.CreateWithWarnings(ctx, t, cfg, js); len(w) > 0 {
+			t.Errorf("admission warnings %q: want none, every pod requests CPU and memory", w)
+		}
+
+		checkPodGroup(ctx, t, c, ns, "mpi", contract.SchedulerVolcano, 5)
+		pg := volcanoPodGroup(ctx, t, c, ns, "mpi")
+		if want := map[string]int32{"launcher": 1, "worker": 4}; !maps.Equal(pg.Spec.MinTaskMember, want) {
+			t.Errorf("PodGroup mpi minTaskMember = %v, want %v", pg.Spec.MinTaskMember, want)
+		}
+		holdUnbound(ctx, t, c, ns, js.Name, 5, "the launcher fits no node", func(p *corev1.Pod) {
+			checkPodNamesGang(t, p, contract.SchedulerVolcano, "mpi")
+			if want := p.Labels[contract.ReplicatedJobNameLabelKey]; p.Annotations[contract.VolcanoTaskSpecAnnotationKey] != want {
+				t.Errorf("pod %s task-spec = %q, want its ReplicatedJob %q", p.Name, p.Annotations[contract.VolcanoTaskSpecAnnotationKey], want)
+			}
+		})
+
+		roomAt := time.Now()
+		// Room for the workers too: Volcano may put some there first.
+		addPoolNodeLabelled(ctx, t, cfg, ns, ns+"-launcher", 5, map[string]string{launcherLabel: "true"})
+		t.Logf("volcano: 0 of 5 bound for 8 s while the launcher fit no node; all 5 bound %s after a node for it was added",
+			waitAllBound(ctx, t, c, ns, js.Name, 5, roomAt).Round(time.Millisecond))
+		return ctx
+	})
+	// Volcano counts a pod that requests nothing as placed before it is (for minMember and
+	// minTaskMember alike): such a launcher that fits no node does not hold its workers back.
+	// The JobSet is warned of at admission, and what the Warning says is what happens.
+	requestless := framework.NamespacedFeature("volcano: a launcher that requests nothing", "warned", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		addPoolNode(ctx, t, cfg, ns, ns+"-workers", 8)
+		launcher := onPool(replicated("launcher", 1, 1, "300s"), ns)
+		launcher.PodSpec().NodeSelector["podgroups-e2e/launcher"] = "true"
+		for _, cs := range [][]corev1.Container{launcher.PodSpec().InitContainers, launcher.PodSpec().Containers} {
+			for i := range cs {
+				cs[i].Resources = corev1.ResourceRequirements{}
+			}
+		}
+		js := newJobSet(ns, "mpi", contract.SchedulerVolcano).ReplicatedJobs(launcher, onPool(replicated("worker", 2, 2, "300s"), ns)).Obj()
+		w := framework.CreateWithWarnings(ctx, t, cfg, js)
+		if !slices.ContainsFunc(w, func(w string) bool {
+			return strings.Contains(w, "spec.replicatedJobs[launcher]") && strings.Contains(w, "Volcano counts such a pod as placed before it is")
+		}) {
+			t.Errorf("admission warnings %q: want one naming ReplicatedJob launcher", w)
+		}
+		framework.Eventually(ctx, t, time.Minute, "the 4 workers bound, the launcher not", func(ctx context.Context) (bool, string, error) {
+			ps := pods(ctx, t, c, ns, js.Name)
+			launcherBound := slices.ContainsFunc(ps, func(p corev1.Pod) bool {
+				return p.Labels[contract.ReplicatedJobNameLabelKey] == "launcher" && p.Spec.NodeName != ""
+			})
+			return len(ps) == 5 && bound(ps) == 4 && !launcherBound, fmt.Sprintf("%d pods, %d bound, the launcher bound: %t", len(ps), bound(ps), launcherBound), nil
+		})
+		return ctx
+	})
+	testenv.Test(t, f, requestless)
 }

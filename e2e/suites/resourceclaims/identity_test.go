@@ -2,6 +2,7 @@ package resourceclaims_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -25,18 +26,22 @@ import (
 // is free) and told (ResourceClaimNameTaken, naming whose the claim is), and the claim is never
 // deleted to be made again for it: it stays the same object, JobSet a's. Job a-w-0-x-1 is not
 // created while the claim is a's (JobSet tells JobCreationFailed, naming the claim), so no pod
-// of JobSet a-w-0 ever uses JobSet a's devices; once JobSet a is deleted, JobSet creates the
-// Job again, and its pods get a claim of their own.
+// of JobSet a-w-0 ever uses JobSet a's devices. Once JobSet a and its claim are gone, JobSet
+// creates the Job within seconds (the add-on writes its retry annotation on the JobSet), not
+// after JobSet's back-off: the claim goes just after one of JobSet's retries, once they are
+// 8 s apart, so that its next is 16 s away. The Job's pods get a claim of their own.
 func TestClaimNamesThatCoincide(t *testing.T) {
 	f := framework.NamespacedFeature("a claim name two JobSets give is one's, told, never deleted for the other", "told; the claim stays; the other's Job waits for it to go", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		const taken = "a-w-0-x-1-gpu"
-		// Pods that run long enough for the claim to be fought over, were it.
-		a := newJobSet(ns, "a", rjob("w", 1, 1, `[{metadata: {name: x-1-gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "20s"))
+		// Pods that run long enough for the claim to be fought over, were it, and to hold it
+		// until JobSet a is deleted.
+		a := newJobSet(ns, "a", rjob("w", 1, 1, `[{metadata: {name: x-1-gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "300s"))
 		framework.CreateAll(ctx, t, c, a)
 		waitAllocated(ctx, t, c, ns, a.Name, []string{taken})
-		aw := newJobSet(ns, "a-w-0", rjob("x", 2, 1, `[{metadata: {name: gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "20s"))
+		// Job a-w-0-x-0 done well before JobSet a goes: its end reconciles the JobSet.
+		aw := newJobSet(ns, "a-w-0", rjob("x", 2, 1, `[{metadata: {name: gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "5s"))
 		var mu sync.Mutex
 		var foreign []string
 		stop := framework.PollPods(ctx, c, func(pods []corev1.Pod) {
@@ -74,7 +79,12 @@ func TestClaimNamesThatCoincide(t *testing.T) {
 		if len(foreign) > 0 {
 			t.Fatalf("pods %v of JobSet a-w-0 reference JobSet a's claim %s", foreign, taken)
 		}
-		// JobSet a goes, and its claim with it.
+		// JobSet a goes, and its claim with it, just after a retry of JobSet's that came 8 s or
+		// more after the one before (each refusal of the Job counts in the add-on's metrics):
+		// JobSet's own next retry is then 16 s or more away.
+		framework.WaitRetryAfterGap(ctx, t, "a refusal of a Job of JobSet's", 8*time.Second, func() int {
+			return framework.AddonCounter(ctx, t, "resourceclaims", "jobset_addons_webhook_refusals_total", `webhook="job"`)
+		})
 		if err := c.Delete(ctx, a, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}
@@ -86,12 +96,13 @@ func TestClaimNamesThatCoincide(t *testing.T) {
 			}
 			return err == nil && claim.Labels[contract.JobSetNameLabelKey] != "a", "made for JobSet " + claim.Labels[contract.JobSetNameLabelKey], err
 		})
-		// JobSet creates the Job at its next reconcile: after its back-off, which the refusals
-		// have made long, or at once on a change to the JobSet, as here.
-		nudge := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.jobset-addons.io/nudge":"1"}}}`))
-		if err := c.Patch(ctx, aw, nudge); err != nil {
-			t.Fatal(err)
-		}
+		// JobSet creates the Job within seconds, not at the end of its back-off.
+		gone := time.Now()
+		framework.Eventually(ctx, t, 5*time.Second, "Job a-w-0-x-1 created within 5 s of the claim's going", func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-w-0-x-1"}, &batchv1.Job{})
+			return err == nil, fmt.Sprint(err), nil
+		})
+		t.Logf("Job a-w-0-x-1 created %s after JobSet a's claim was seen gone", time.Since(gone).Round(100*time.Millisecond))
 		waitAllocated(ctx, t, c, ns, aw.Name, []string{taken})
 		framework.Eventually(ctx, t, 60*time.Second, "a pod of Job a-w-0-x-1 with its own claim", func(ctx context.Context) (bool, string, error) {
 			for _, p := range podsOf(ctx, t, c, ns, aw.Name) {

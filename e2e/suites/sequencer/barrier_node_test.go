@@ -20,7 +20,8 @@ import (
 // TestStartBarrierNodeUnreachable: a pod waits at its barrier on a node that then stops
 // answering (NotReady, tainted unreachable): its barrier container still shows running, as its
 // kubelet last wrote. When the other pod of the barrier arrives, the barrier does not open on
-// that stale count; within 30 s StartBarrierBlocked names the pod and its node.
+// that stale count; within 30 s StartBarrierBlocked names the pod and its node, and kubectl
+// jobset-addons status counts one pod waiting, naming early's as not counted.
 func TestStartBarrierNodeUnreachable(t *testing.T) {
 	f := framework.NamespacedFeature("a barrier pod on an unreachable node", "does not count as waiting, and is told", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
@@ -72,6 +73,19 @@ func TestStartBarrierNodeUnreachable(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		if n := countPods(jobSetPods(ctx, t, c, js), func(p *corev1.Pod) bool { return barrierState(p) != "" }); n != 0 {
 			t.Errorf("%d pods told while early's pod is on an unreachable node: the barrier opened on a stale count", n)
+		}
+		// kubectl jobset-addons status counts as the barrier does: late's pod waits, early's does
+		// not, and is named with its node and why.
+		status := framework.AddonsStatus(ctx, t, cfg, ns, js.Name)
+		row := ""
+		for _, line := range strings.Split(status, "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[0] == "jobset" {
+				row = line
+			}
+		}
+		if f := strings.Fields(row); len(f) < 5 || f[2] != "2" || f[3] != "1" || f[4] != "no" ||
+			!strings.Contains(row, "unreachable-early-0-") || !strings.Contains(row, "(on "+node+", NotReady or unreachable: not counted as waiting)") {
+			t.Errorf("kubectl jobset-addons status barrier row %q, want 2 pods, 1 waiting, not open, early's pod named as not counted:\n%s", row, status)
 		}
 		return ctx
 	})

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -126,7 +127,8 @@ func TestNameTakenNeverMounted(t *testing.T) {
 		// After admission: gpt-eval of one pod is admitted, and grows (ElasticJobSet) to two,
 		// whose pod 1's PVC is gpt's.
 		second := newJobSet(ns, "gpt-eval", perPodPolicy("ckpt", "worker", "{whenDeleted: Delete}"), replicatedJob("worker", 1, 1, "ckpt"))
-		delay(second, "90s")
+		// Pod 0 runs until the Job has grown (a Job that completed does not).
+		delay(second, "20s")
 		framework.CreateAll(ctx, t, c, second)
 		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 1, 1))
 		// JobSet's controller writes the JobSet too: on a conflict, read it again and retry.
@@ -177,10 +179,13 @@ func TestNameTakenNeverMounted(t *testing.T) {
 			t.Fatalf("JobSet gpt-eval finished (%s) without its own PVC of pod 1", second.Status.TerminalState)
 		}
 
-		// gpt's PVC gone, gpt-eval gets its own at once, not on its back-off (which, after
-		// waiting this long, is some 40 s between retries: the gone PVC reconciles the JobSet
-		// that waits for it), and runs to the end.
-		time.Sleep(40 * time.Second)
+		// gpt's PVC gone, gpt-eval gets its own at once, not on its back-off (the gone PVC
+		// reconciles the JobSet that waits for it), and runs to the end. It goes just after a
+		// retry of the reconciler's that came 10 s or more after the one before (each counts a
+		// name-taken error): the back-off's next is then 20 s or more away.
+		framework.WaitRetryAfterGap(ctx, t, "a reconcile of gpt-eval finding its name taken", 10*time.Second, func() int {
+			return framework.AddonCounter(ctx, t, "volumeclaims", "jobset_addons_volumeclaims_errors_total", `reason="name-taken"`)
+		})
 		if err := c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ckpt-gpt-eval-worker-0-1"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +200,137 @@ func TestNameTakenNeverMounted(t *testing.T) {
 		waitClaimsBound(ctx, t, c, ns, second.Name, perPodNames("ckpt", "gpt-eval", "worker", 1, 2))
 		framework.WaitJobSet(ctx, t, c, second, jobsetv1alpha2.JobSetCompleted)
 		checkPodVolumes(ctx, t, c, ns, second.Name, map[string][]string{"worker": {"ckpt"}}, nil)
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestSharedNameTakenNeverMounted: JobSet base-bert's shared ckpt and JobSet bert's ckpt-base
+// both give the PVC ckpt-base-bert. Created at the same moment, both are admitted (the PVC
+// does not exist yet; here a quota of no PVCs holds both back until both are in), and one
+// of them gets the PVC. The other is told (VolumeClaimNameTaken, naming both), and its pods,
+// which mount a shared PVC only, are denied by the Pod webhook, naming the PVC and the JobSet
+// holding it, instead of mounting the other JobSet's data. Once that JobSet and its PVC are
+// gone, the waiting JobSet gets its own PVC at once and runs with it.
+func TestSharedNameTakenNeverMounted(t *testing.T) {
+	f := framework.NamespacedFeature("a shared PVC name taken after admission is never mounted", "told; the pods wait, then run on their own PVC", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		const pvcName = "ckpt-base-bert"
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pvcs"}, Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("0")},
+		}}
+		framework.CreateQuota(ctx, t, c, q)
+		jobSets := map[string]*jobsetv1alpha2.JobSet{
+			"base-bert": newJobSet(ns, "base-bert", `[{templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenDeleted: Delete}}]`,
+				replicatedJob("w", 1, 1, "ckpt")),
+			"bert": newJobSet(ns, "bert", `[{templates: [{metadata: {name: ckpt-base}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenDeleted: Delete}}]`,
+				replicatedJob("w", 1, 1, "ckpt-base")),
+		}
+		for _, js := range jobSets {
+			js.Spec.Suspend = ptr.To(true) // no pods until the PVC is made
+			delay(js, "2s")
+			framework.CreateAll(ctx, t, c, js)
+		}
+		// Room for the PVC: whichever reconcile comes first makes it.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
+				return err
+			}
+			q.Spec.Hard[corev1.ResourcePersistentVolumeClaims] = resource.MustParse("10")
+			return c.Update(ctx, q)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var held corev1.PersistentVolumeClaim
+		framework.Eventually(ctx, t, time.Minute, "PVC "+pvcName+" made for one of the two", func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &held)
+			return err == nil, fmt.Sprint(err), nil
+		})
+		holder := jobSets[held.Labels[contract.JobSetNameLabelKey]]
+		var waiter *jobsetv1alpha2.JobSet
+		for name, js := range jobSets {
+			if name != held.Labels[contract.JobSetNameLabelKey] {
+				waiter = js
+			}
+		}
+		if holder == nil || waiter == nil {
+			t.Fatalf("PVC %s labelled for JobSet %q, neither base-bert nor bert", pvcName, held.Labels[contract.JobSetNameLabelKey])
+		}
+		t.Logf("PVC %s made for JobSet %s; JobSet %s waits", pvcName, holder.Name, waiter.Name)
+
+		// The waiter runs: told, and its pod denied, naming the PVC and its JobSet.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(waiter), waiter); err != nil {
+				return err
+			}
+			waiter.Spec.Suspend = ptr.To(false)
+			return c.Update(ctx, waiter)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, 30*time.Second, "the VolumeClaimNameTaken Warning names both", func(ctx context.Context) (bool, string, error) {
+			msgs, err := framework.EventMessages(ctx, c, waiter, "VolumeClaimNameTaken")
+			if err != nil || len(msgs) == 0 {
+				return false, fmt.Sprint("no Event ", err), nil
+			}
+			return strings.Contains(msgs[0], pvcName) && strings.Contains(msgs[0], "JobSet "+holder.Name+" (uid "+string(holder.UID)+")"), msgs[0], nil
+		})
+		framework.Eventually(ctx, t, 30*time.Second, "the pod denied, naming the PVC and its JobSet", func(ctx context.Context) (bool, string, error) {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: waiter.Name}); err != nil {
+				return false, err.Error(), nil
+			}
+			if len(pods.Items) > 0 {
+				t.Fatalf("pod %s of JobSet %s created: it mounts JobSet %s's PVC %s", pods.Items[0].Name, waiter.Name, holder.Name, pvcName)
+			}
+			var list corev1.EventList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, e := range list.Items {
+				if e.Reason == "FailedCreate" && strings.HasPrefix(e.InvolvedObject.Name, waiter.Name+"-w-") &&
+					strings.Contains(e.Message, "PersistentVolumeClaim "+pvcName+" (volume ") && strings.Contains(e.Message, "was made for JobSet "+holder.Name+" ") {
+					return true, "", nil
+				}
+			}
+			return false, "no FailedCreate Event naming the PVC and JobSet " + holder.Name, nil
+		})
+		// It waits: no pod of it (a pod would mount the other JobSet's PVC), and the PVC is
+		// as it was.
+		for range 10 {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: waiter.Name}); err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) > 0 {
+				t.Fatalf("pod %s of JobSet %s created: it mounts JobSet %s's PVC %s", pods.Items[0].Name, waiter.Name, holder.Name, pvcName)
+			}
+			var pvc corev1.PersistentVolumeClaim
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &pvc); err != nil {
+				t.Fatal(err)
+			}
+			if pvc.UID != held.UID || pvc.Labels[contract.JobSetNameLabelKey] != holder.Name || !pvc.DeletionTimestamp.IsZero() {
+				t.Fatalf("PVC %s changed: uid %s (want %s), jobset-name %q, deleted %v", pvcName, pvc.UID, held.UID, pvc.Labels[contract.JobSetNameLabelKey], pvc.DeletionTimestamp)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+
+		// The holder and its PVC gone, the waiter gets its own at once and runs with it.
+		deleteJobSet(ctx, t, c, holder)
+		framework.Eventually(ctx, t, 10*time.Second, "the waiter's own PVC, made once the holder's is gone", func(ctx context.Context) (bool, string, error) {
+			var pvc corev1.PersistentVolumeClaim
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &pvc); err != nil {
+				return false, err.Error(), nil
+			}
+			return pvc.Labels[contract.JobSetNameLabelKey] == waiter.Name && pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] == string(waiter.UID),
+				"held by JobSet " + pvc.Labels[contract.JobSetNameLabelKey], nil
+		})
+		framework.WaitJobSet(ctx, t, c, waiter, jobsetv1alpha2.JobSetCompleted)
+		tmpl := waiter.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name
+		if n := checkPodVolumes(ctx, t, c, ns, waiter.Name, nil, map[string]string{tmpl: pvcName}); n == 0 {
+			t.Errorf("JobSet %s completed without pods", waiter.Name)
+		}
 		return ctx
 	})
 	testenv.Test(t, f)

@@ -109,6 +109,26 @@ func NotAtBarrier(pods []*corev1.Pod, want int32, shown int) string {
 	return strings.Join(parts, ", ")
 }
 
+// NotWaiting names the pods of a barrier that do not wait at it: first each pod on a node that
+// cannot be trusted (down, by pod name: why, as addon.NodeDown says), whose status, at the
+// barrier or not, is what its kubelet last wrote and does not count; then the others that are
+// not at it (NotAtBarrier), at most shown of them.
+func NotWaiting(pods []*corev1.Pod, down map[string]string, want int32, shown int) string {
+	var parts []string
+	var up []*corev1.Pod
+	for _, p := range pods {
+		if why, ok := down[p.Name]; ok {
+			parts = append(parts, fmt.Sprintf("%s (on %s, %s: not counted as waiting)", p.Name, p.Spec.NodeName, why))
+			continue
+		}
+		up = append(up, p)
+	}
+	if missing := NotAtBarrier(up, want-int32(len(parts)), shown); missing != "" {
+		parts = append(parts, missing)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // BarrierRun is the run of the JobSet (contract.StartBarrierRun) from its Suspended condition,
 // as upstream JobSet writes it when it suspends and resumes; known is false while the JobSet is
 // suspended (no run).

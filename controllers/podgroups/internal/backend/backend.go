@@ -6,6 +6,8 @@
 package backend
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -16,7 +18,8 @@ import (
 	coschedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend/kaiapi"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -33,19 +36,19 @@ type Backend interface {
 	// they may name; "" leaves theirs and accepts any.
 	SchedulerName() string
 	// Inject names gang g in the templates of ReplicatedJob rj (idempotent).
-	Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, s gang.Settings)
+	Inject(rj *jobsetv1alpha2.ReplicatedJob, g podgroups.Gang, s podgroups.Settings)
 	// GangOf is the gang a pod template names for this scheduler, and whether it names one.
 	GangOf(pt *corev1.PodTemplateSpec) (string, bool)
 	// GangPath is where GangOf reads, below the pod template at template.
 	GangPath(template *field.Path) *field.Path
 	// Validate refuses gangs its objects cannot hold (with JobSet paths).
-	Validate(js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) field.ErrorList
+	Validate(js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang) field.ErrorList
 
 	// NewPodGroup is an empty PodGroup of Kind.
 	NewPodGroup() client.Object
 	// Build is gang g's PodGroup: its spec, our labels, the hash of both, and the JobSet as
 	// controller owner.
-	Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) client.Object
+	Build(js *jobsetv1alpha2.JobSet, g podgroups.Gang, s podgroups.Settings, priorityClass, defaultQueue string) client.Object
 	// Adopt copies into have (a PodGroup of ours on the server) what of want's spec the API
 	// lets change, and want's labels and hash, keeping everything else of have.
 	Adopt(have, want client.Object)
@@ -53,14 +56,14 @@ type Backend interface {
 	// change: it is deleted and made again.
 	NeedsReplace(have, want client.Object) bool
 	// Dropped says what the apiserver dropped of gang g's PodGroup as it returned it (got).
-	Dropped(s gang.Settings, g gang.Gang, got client.Object) Dropped
+	Dropped(s podgroups.Settings, g podgroups.Gang, got client.Object) Dropped
 	// Demand is what gang g's PodGroup asks, in its own fields' words.
-	Demand(g gang.Gang) string
+	Demand(g podgroups.Gang) string
 }
 
 // Dropped is what a PodGroup lost on its way through the apiserver (a CRD that does not know a
-// field prunes it; an apiserver without a feature gate drops it): each the Warning's message,
-// "" when kept.
+// field prunes it; an apiserver without a feature gate drops it): for each field, the message
+// of the Warning that tells so, or "" when the field was kept.
 type Dropped struct {
 	// Topology is the network topology or topology constraint the settings asked for.
 	Topology string
@@ -74,15 +77,15 @@ type Dropped struct {
 type Workloads interface {
 	WorkloadKind() schema.GroupVersionKind
 	// BuildWorkload is the JobSet's Workload, a template per gang, each with its priority class.
-	BuildWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, s gang.Settings, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error)
+	BuildWorkload(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, s podgroups.Settings, priorityClass func(podgroups.Gang) string) (*schedulingv1beta1.Workload, error)
 	// AdoptWorkload is Adopt for it.
 	AdoptWorkload(have, want *schedulingv1beta1.Workload)
 }
 
-// Composites is a Backend that makes a composite gang (gang.Gang.Jobs) a CompositePodGroup,
+// Composites is a Backend that makes a composite gang (podgroups.Gang.Jobs) a CompositePodGroup,
 // made before the PodGroups of its Jobs, which name it as their parent.
 type Composites interface {
-	BuildComposite(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass string) (*schedulingv1alpha3.CompositePodGroup, error)
+	BuildComposite(js *jobsetv1alpha2.JobSet, g podgroups.Gang, s podgroups.Settings, priorityClass string) (*schedulingv1alpha3.CompositePodGroup, error)
 }
 
 // Restorer is a Backend whose pod-template field a client may drop on update: Restore puts
@@ -94,21 +97,31 @@ type Restorer interface {
 // Warner is a Backend that knows of JobSets it gangs and cannot schedule well, though they are
 // valid: Warnings are the admission Warnings for such a JobSet's gangs.
 type Warner interface {
-	Warnings(js *jobsetv1alpha2.JobSet, gangs []gang.Gang) []string
+	Warnings(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) []string
 }
 
-// Names are the schedulerName each second scheduler's pods get: chart values, flags of the
-// binary.
+// Prerequisites is a Backend whose PodGroups need objects it does not make and its scheduler
+// does not tell the lack of: Missing reads them with r and says, for PodGroup pg as built,
+// what is missing (reason and message of a Warning), "" when nothing.
+type Prerequisites interface {
+	Missing(ctx context.Context, r client.Reader, pg client.Object) (reason, message string, err error)
+}
+
+// Names are the schedulerName each second scheduler's pods get, and KAI's default queue: chart
+// values, flags of the binary.
 type Names struct {
-	Volcano, Coscheduling string
+	Volcano, Coscheduling, KAI string
+	// KAIDefaultQueue is the KAI queue of a JobSet that names none.
+	KAIDefaultQueue string
 }
 
 // all are the backends, in a fixed order.
 func all(n Names) []Backend {
 	return []Backend{
-		Coscheduling{secondScheduler{KeyGang: gang.CoschedulingGang, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling}},
-		Volcano{secondScheduler{KeyGang: gang.VolcanoGang, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Volcano}},
+		Coscheduling{secondScheduler{KeyGang: podgroups.CoschedulingGang, kind: coschedv1alpha1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Coscheduling}},
+		Volcano{secondScheduler{KeyGang: podgroups.VolcanoGang, kind: volcanov1beta1.SchemeGroupVersion.WithKind("PodGroup"), name: n.Volcano}},
 		Kubernetes{},
+		KAI{secondScheduler: secondScheduler{KeyGang: podgroups.KAIGang, kind: kaiapi.SchemeGroupVersion.WithKind("PodGroup"), name: n.KAI}, defaultQueue: n.KAIDefaultQueue},
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -39,9 +39,9 @@ func jobSet(name string, annotations map[string]string, replicatedJobs ...string
 }
 
 // read is the JobSet's settings and gangs; an error fails the test.
-func read(t *testing.T, js *jobsetv1alpha2.JobSet) (gang.Settings, []gang.Gang) {
+func read(t *testing.T, js *jobsetv1alpha2.JobSet) (podgroups.Settings, []podgroups.Gang) {
 	t.Helper()
-	s, gangs, errs := gang.Read(js)
+	s, gangs, errs := podgroups.Read(js)
 	if all := errs.All(); len(all) > 0 {
 		t.Fatal(all)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -25,7 +25,7 @@ import (
 // in spec.schedulingGroup.podGroupName. A composite gang is composite.go's.
 type Kubernetes struct {
 	// SchedulingGroupGang is where its pods name their gang.
-	gang.SchedulingGroupGang
+	podgroups.SchedulingGroupGang
 }
 
 var (
@@ -36,8 +36,8 @@ var (
 )
 
 // MaxGangs is how many gangs (stages) a JobSet gang-scheduled by Kubernetes may have
-// (gang.MaxGangs).
-const MaxGangs = gang.MaxGangs
+// (podgroups.MaxGangs).
+const MaxGangs = podgroups.MaxGangs
 
 func (Kubernetes) Kind() schema.GroupVersionKind {
 	return schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup")
@@ -60,7 +60,7 @@ func (Kubernetes) SchedulerName() string { return "" }
 // Inject sets spec.schedulingGroup.podGroupName; in a composite gang, the podgroups Job webhook
 // names each Job's own PodGroup in its place (a pod that somehow kept the gang's name waits: no
 // PodGroup has it).
-func (Kubernetes) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, _ gang.Settings) {
+func (Kubernetes) Inject(rj *jobsetv1alpha2.ReplicatedJob, g podgroups.Gang, _ podgroups.Settings) {
 	rj.Template.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(g.Name)}
 	if len(g.Jobs) > 0 {
 		markPerJob(rj)
@@ -68,9 +68,9 @@ func (Kubernetes) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, _ gang.S
 }
 
 // Validate refuses what a composite gang cannot be made of, and more gangs than a Workload
-// holds templates (gang.KubernetesLimits).
-func (Kubernetes) Validate(js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) field.ErrorList {
-	return gang.KubernetesLimits(js, s, gangs)
+// holds templates (podgroups.KubernetesLimits).
+func (Kubernetes) Validate(js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang) field.ErrorList {
+	return podgroups.KubernetesLimits(js, s, gangs)
 }
 
 // Restore puts back, in each pod template of newJS, the spec.schedulingGroup that the same
@@ -97,7 +97,7 @@ func (Kubernetes) Restore(oldJS, newJS *jobsetv1alpha2.JobSet) []string {
 func (Kubernetes) NewPodGroup() client.Object { return &schedulingv1beta1.PodGroup{} }
 
 // Build: the PodGroup of gang g made by workloadbuilder from the gang's template (podGroupSpec).
-func (Kubernetes) Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, _ string) client.Object {
+func (Kubernetes) Build(js *jobsetv1alpha2.JobSet, g podgroups.Gang, s podgroups.Settings, priorityClass, _ string) client.Object {
 	spec := podGroupSpec(js, g, s.TopologyKey, priorityClass)
 	return stamp(&schedulingv1beta1.PodGroup{Spec: spec}, js, &g, spec)
 }
@@ -122,7 +122,7 @@ func (Kubernetes) NeedsReplace(have, want client.Object) bool {
 // Dropped: an apiserver without the feature gate TopologyAwareWorkloadScheduling drops
 // schedulingConstraints, and one without DRAWorkloadResourceClaims resourceClaims, from a
 // PodGroup as it is created.
-func (Kubernetes) Dropped(s gang.Settings, g gang.Gang, got client.Object) Dropped {
+func (Kubernetes) Dropped(s podgroups.Settings, g podgroups.Gang, got client.Object) Dropped {
 	spec := got.(*schedulingv1beta1.PodGroup).Spec
 	var d Dropped
 	if s.TopologyKey != "" && spec.SchedulingConstraints == nil {
@@ -137,4 +137,6 @@ func (Kubernetes) Dropped(s gang.Settings, g gang.Gang, got client.Object) Dropp
 }
 
 // Demand: a gang minCount, and no minResources (kube-scheduler sums the pods itself).
-func (Kubernetes) Demand(g gang.Gang) string { return fmt.Sprintf("gang minCount %d", g.MinMember) }
+func (Kubernetes) Demand(g podgroups.Gang) string {
+	return fmt.Sprintf("gang minCount %d", g.MinMember)
+}

@@ -13,7 +13,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -23,7 +23,7 @@ func twoStages(annotations map[string]string) *jobsetv1alpha2.JobSet {
 		ReplicatedJobs(addontest.ReplicatedJob("init").Replicas(2), addontest.ReplicatedJob("main").Replicas(2)).Obj()
 }
 
-func nativeJobSet(t *testing.T, sequenced bool) (*jobsetv1alpha2.JobSet, []gang.Gang) {
+func nativeJobSet(t *testing.T, sequenced bool) (*jobsetv1alpha2.JobSet, []podgroups.Gang) {
 	a := map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}
 	if sequenced {
 		a[contract.ExecutionPolicyAnnotationKey] = "InOrder"
@@ -42,7 +42,7 @@ func gangMinCount(n int32) schedulingv1beta1.PodGroupSchedulingPolicy {
 // and its priority class; the JobSet as controllerRef and controller owner; our labels.
 func TestNativeWorkload(t *testing.T) {
 	js, gangs := nativeJobSet(t, true)
-	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{}, func(g gang.Gang) string { return g.PriorityClassNames[0] })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, podgroups.Settings{}, func(g podgroups.Gang) string { return g.PriorityClassNames[0] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestNativeWorkload(t *testing.T) {
 	}
 	// The hash follows minCount.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
-	bigger, _ := gang.Gangs(js, gang.Settings{Scheduler: contract.SchedulerKubernetes})
-	wl2, err := Kubernetes{}.BuildWorkload(js, bigger, gang.Settings{}, func(gang.Gang) string { return "" })
+	bigger, _ := podgroups.Gangs(js, podgroups.Settings{Scheduler: contract.SchedulerKubernetes})
+	wl2, err := Kubernetes{}.BuildWorkload(js, bigger, podgroups.Settings{}, func(podgroups.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestNativePodGroup(t *testing.T) {
 	for _, sequenced := range []bool{false, true} {
 		js, gangs := nativeJobSet(t, sequenced)
 		g := gangs[len(gangs)-1]
-		pg := b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "high", "ignored").(*schedulingv1beta1.PodGroup)
+		pg := b.Build(js, g, podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, "high", "ignored").(*schedulingv1beta1.PodGroup)
 		template := "stage-0"
 		var minCount int32 = 4
 		if sequenced {
@@ -107,7 +107,7 @@ func TestNativePodGroup(t *testing.T) {
 func TestNativeAdopt(t *testing.T) {
 	b := Kubernetes{}
 	js, gangs := nativeJobSet(t, false)
-	want := b.Build(js, gangs[0], gang.Settings{}, "new-class", "").(*schedulingv1beta1.PodGroup)
+	want := b.Build(js, gangs[0], podgroups.Settings{}, "new-class", "").(*schedulingv1beta1.PodGroup)
 	have := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"theirs": "kept"}, Annotations: map[string]string{contract.PodGroupSpecHashAnnotationKey: "old"}},
 		Spec: schedulingv1beta1.PodGroupSpec{
@@ -127,7 +127,7 @@ func TestNativeAdopt(t *testing.T) {
 		t.Errorf("labels %v annotations %v", have.Labels, have.Annotations)
 	}
 
-	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{}, func(gang.Gang) string { return "new-class" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, podgroups.Settings{}, func(podgroups.Gang) string { return "new-class" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +167,9 @@ func TestNativeBuilderValidates(t *testing.T) {
 func TestNativeTopologyKey(t *testing.T) {
 	b := Kubernetes{}
 	js, gangs := nativeJobSet(t, true)
-	s := gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "example.com/rack"}
+	s := podgroups.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "example.com/rack"}
 	want := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: "example.com/rack"}}}
-	wl, err := Kubernetes{}.BuildWorkload(js, gangs, s, func(gang.Gang) string { return "" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, s, func(podgroups.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestNativeTopologyKey(t *testing.T) {
 	if why := b.Dropped(s, gangs[1], pg).Topology; why == "" {
 		t.Error("dropped constraints not told")
 	}
-	if why := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], pg).Topology; why != "" {
+	if why := b.Dropped(podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], pg).Topology; why != "" {
 		t.Errorf("no key asked for, yet told: %s", why)
 	}
 }
@@ -208,8 +208,8 @@ func TestNativeClaims(t *testing.T) {
 	}
 	_, gangs := read(t, js)
 	b := Kubernetes{}
-	build := func(g gang.Gang) *schedulingv1beta1.PodGroup {
-		return b.Build(js, g, gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup)
+	build := func(g podgroups.Gang) *schedulingv1beta1.PodGroup {
+		return b.Build(js, g, podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup)
 	}
 	if got := build(gangs[0]).Spec.ResourceClaims; got != nil {
 		t.Errorf("stage 0 (2 Jobs): claims %+v, want none", got)
@@ -239,15 +239,15 @@ func TestNativeClaims(t *testing.T) {
 	shadowed := js.DeepCopy()
 	shadowed.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "imex", ResourceClaimName: ptr.To("users-imex")}}
 	_, sg := read(t, shadowed)
-	if got := b.Build(shadowed, sg[1], gang.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup).Spec.ResourceClaims; len(got) != 1 || got[0].Name != "data" {
+	if got := b.Build(shadowed, sg[1], podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, "", "").(*schedulingv1beta1.PodGroup).Spec.ResourceClaims; len(got) != 1 || got[0].Name != "data" {
 		t.Errorf("with the pod template's own claim imex: claims %+v, want data alone", got)
 	}
 	dropped := restarted.DeepCopy()
 	dropped.Spec.ResourceClaims = nil
-	if msg := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], dropped).Claims; msg == "" {
+	if msg := b.Dropped(podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], dropped).Claims; msg == "" {
 		t.Error("claims dropped by the apiserver not told")
 	}
-	if msg := b.Dropped(gang.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], restarted).Claims; msg != "" {
+	if msg := b.Dropped(podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, gangs[1], restarted).Claims; msg != "" {
 		t.Errorf("claims kept, yet told: %s", msg)
 	}
 }
@@ -265,7 +265,7 @@ func TestNativeComposite(t *testing.T) {
 		t.Fatalf("gangs %+v: want one of 4 Jobs", gangs)
 	}
 	g := gangs[0]
-	wl, err := Kubernetes{}.BuildWorkload(js, gangs, gang.Settings{TopologyKey: "rack"}, func(gang.Gang) string { return "" })
+	wl, err := Kubernetes{}.BuildWorkload(js, gangs, podgroups.Settings{TopologyKey: "rack"}, func(podgroups.Gang) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestNativeComposite(t *testing.T) {
 	if pt := ct.PodGroupTemplates[1]; pt.Name != "main" || pt.SchedulingPolicy.Gang.MinCount != 3 || cmp.Diff(rack, pt.SchedulingConstraints) != "" {
 		t.Errorf("PodGroup template main %+v: want gang minCount 3 and topology rack", pt)
 	}
-	cpg, err := Kubernetes{}.BuildComposite(js, g, gang.Settings{TopologyKey: "rack"}, "")
+	cpg, err := Kubernetes{}.BuildComposite(js, g, podgroups.Settings{TopologyKey: "rack"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestNativeComposite(t *testing.T) {
 		t.Errorf("CompositePodGroup %+v", cpg)
 	}
 	children := g.Children()
-	pg := Kubernetes{}.Build(js, children[3], gang.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "rack", Composite: true}, "", "").(*schedulingv1beta1.PodGroup)
+	pg := Kubernetes{}.Build(js, children[3], podgroups.Settings{Scheduler: contract.SchedulerKubernetes, TopologyKey: "rack", Composite: true}, "", "").(*schedulingv1beta1.PodGroup)
 	want := schedulingv1beta1.PodGroupSpec{
 		ParentCompositePodGroupName: ptr.To("js"),
 		WorkloadRef:                 &schedulingv1beta1.WorkloadReference{WorkloadName: "js", TemplateName: "main"},

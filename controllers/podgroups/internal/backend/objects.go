@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -47,20 +47,20 @@ func Ours(o client.Object, js *jobsetv1alpha2.JobSet) bool {
 
 // ourLabels are the labels of what podgroups makes for the JobSet: managed-by, the JobSet's
 // name, and, on a sequenced JobSet's PodGroup, the stage.
-func ourLabels(js *jobsetv1alpha2.JobSet, g *gang.Gang) map[string]string {
+func ourLabels(js *jobsetv1alpha2.JobSet, g *podgroups.Gang) map[string]string {
 	labels := map[string]string{
 		contract.ManagedByLabelKey:  contract.PodGroupsManagedByValue,
 		contract.JobSetNameLabelKey: js.Name,
 	}
 	if g != nil && g.Sequenced {
-		labels[contract.PodGroupStageLabelKey] = gang.StageLabel(g.Stage.Index)
+		labels[contract.PodGroupStageLabelKey] = podgroups.StageLabel(g.Stage.Index)
 	}
 	return labels
 }
 
 // stamp makes o, whose spec is set, gang g's object of the JobSet: its name (when g is not nil),
 // namespace, our labels, the hash of spec and labels, and the JobSet as controller owner.
-func stamp[T client.Object](o T, js *jobsetv1alpha2.JobSet, g *gang.Gang, spec any) T {
+func stamp[T client.Object](o T, js *jobsetv1alpha2.JobSet, g *podgroups.Gang, spec any) T {
 	if g != nil {
 		o.SetName(g.Name)
 	}

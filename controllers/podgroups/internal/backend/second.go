@@ -7,15 +7,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 )
 
-// secondScheduler is what the backends of a second scheduler (Volcano, Coscheduling) share: its
+// secondScheduler is what the backends of a second scheduler (Volcano, Coscheduling, KAI) share: its
 // schedulerName, a PodGroup CRD of minMember and minResources whose spec may change whole, and
 // pods that name their gang in a pod-template label or annotation.
 type secondScheduler struct {
 	// KeyGang is where its pods name their gang.
-	gang.KeyGang
+	podgroups.KeyGang
 	// kind is its PodGroup's.
 	kind schema.GroupVersionKind
 	// name is the scheduler's schedulerName.
@@ -31,13 +31,13 @@ func (secondScheduler) NotServed() string {
 }
 
 // Inject sets the gang's key.
-func (s secondScheduler) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, _ gang.Settings) {
+func (s secondScheduler) Inject(rj *jobsetv1alpha2.ReplicatedJob, g podgroups.Gang, _ podgroups.Settings) {
 	m := s.Map(&rj.Template.Spec.Template)
 	*m = with(*m, s.Key, g.Name)
 }
 
 func (secondScheduler) NeedsReplace(_, _ client.Object) bool { return false }
 
-func (secondScheduler) Demand(g gang.Gang) string {
+func (secondScheduler) Demand(g podgroups.Gang) string {
 	return fmt.Sprintf("minMember %d, minResources %s", g.MinMember, describe(g.MinResources))
 }

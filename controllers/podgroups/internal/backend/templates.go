@@ -6,18 +6,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// Inject names each gang in the pod templates of its ReplicatedJobs (Backend.Inject) and sets
-// the backend's schedulerName where it is empty. It is idempotent.
-func Inject(b Backend, js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.Gang) {
+// Inject names each gang in the pod templates of its ReplicatedJobs (Backend.Inject), and on
+// their Jobs (contract.GangAnnotationKey, for the Job webhook), and sets the backend's
+// schedulerName where it is empty. It is idempotent.
+func Inject(b Backend, js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang) {
 	for _, g := range gangs {
 		for _, rjName := range g.Stage.ReplicatedJobs {
 			rj := jobsets.ReplicatedJob(js, rjName)
 			b.Inject(rj, g, s)
+			rj.Template.Annotations = with(rj.Template.Annotations, contract.GangAnnotationKey, g.Name)
 			if pt := &rj.Template.Spec.Template; pt.Spec.SchedulerName == "" {
 				pt.Spec.SchedulerName = b.SchedulerName()
 			}
@@ -27,7 +29,7 @@ func Inject(b Backend, js *jobsetv1alpha2.JobSet, s gang.Settings, gangs []gang.
 
 // Admitted tells whether every pod template names its gang, that is, whether the mutating
 // webhook ran when the JobSet was created.
-func Admitted(b Backend, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) bool {
+func Admitted(b Backend, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) bool {
 	for _, g := range gangs {
 		for _, rjName := range g.Stage.ReplicatedJobs {
 			if got, _ := b.GangOf(&jobsets.ReplicatedJob(js, rjName).Template.Spec.Template); got != g.Name {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -37,30 +37,30 @@ func templates(js *jobsetv1alpha2.JobSet) []tmpl {
 }
 
 func TestInjectAndAdmitted(t *testing.T) {
-	const group, queue, podGroup = contract.VolcanoGroupNameAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.CoschedulingPodGroupLabelKey
+	const group, queue, podGroup, task = contract.VolcanoGroupNameAnnotationKey, contract.VolcanoQueueNameAnnotationKey, contract.CoschedulingPodGroupLabelKey, contract.VolcanoTaskSpecAnnotationKey
 	seq := map[string]string{inOrder: "InOrder"}
 	cases := map[string]struct {
 		annotations map[string]string
-		settings    gang.Settings
+		settings    podgroups.Settings
 		want        []tmpl
 	}{
-		"volcano with a queue": {nil, gang.Settings{Scheduler: contract.SchedulerVolcano, Queue: "research"}, []tmpl{
-			{kv("keep", "me", group, "train", queue, "research"), nil, "volcano-sched", ""},
-			{kv(group, "train", queue, "research"), nil, "my-own", ""},
+		"volcano with a queue": {nil, podgroups.Settings{Scheduler: contract.SchedulerVolcano, Queue: "research"}, []tmpl{
+			{kv("keep", "me", group, "train", task, "a", queue, "research"), nil, "volcano-sched", ""},
+			{kv(group, "train", task, "b", queue, "research"), nil, "my-own", ""},
 		}},
-		"volcano, sequenced, no queue": {seq, gang.Settings{Scheduler: contract.SchedulerVolcano}, []tmpl{
-			{kv("keep", "me", group, "train-stage-0"), nil, "volcano-sched", ""},
-			{kv(group, "train-stage-1"), nil, "my-own", ""},
+		"volcano, sequenced, no queue": {seq, podgroups.Settings{Scheduler: contract.SchedulerVolcano}, []tmpl{
+			{kv("keep", "me", group, "train-stage-0", task, "a"), nil, "volcano-sched", ""},
+			{kv(group, "train-stage-1", task, "b"), nil, "my-own", ""},
 		}},
-		"coscheduling, sequenced": {seq, gang.Settings{Scheduler: contract.SchedulerCoscheduling}, []tmpl{
+		"coscheduling, sequenced": {seq, podgroups.Settings{Scheduler: contract.SchedulerCoscheduling}, []tmpl{
 			{kv("keep", "me"), kv(podGroup, "train-stage-0"), "scheduler-plugins-scheduler", ""},
 			{nil, kv(podGroup, "train-stage-1"), "my-own", ""},
 		}},
-		"kubernetes: the pod field, schedulerName left as it is": {nil, gang.Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
+		"kubernetes: the pod field, schedulerName left as it is": {nil, podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
 			{kv("keep", "me"), nil, "", "train"},
 			{nil, nil, "my-own", "train"},
 		}},
-		"kubernetes, sequenced": {seq, gang.Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
+		"kubernetes, sequenced": {seq, podgroups.Settings{Scheduler: contract.SchedulerKubernetes}, []tmpl{
 			{kv("keep", "me"), nil, "", "train-stage-0"},
 			{nil, nil, "my-own", "train-stage-1"},
 		}},
@@ -70,7 +70,7 @@ func TestInjectAndAdmitted(t *testing.T) {
 			js := jobSet("train", tc.annotations, "a", "b").Obj()
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = kv("keep", "me")
 			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.SchedulerName = "my-own"
-			gangs, errs := gang.Gangs(js, tc.settings)
+			gangs, errs := podgroups.Gangs(js, tc.settings)
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
@@ -198,7 +198,7 @@ func TestForeignGangs(t *testing.T) {
 				tc.edit(js)
 			}
 			s, gangs := read(t, js)
-			got := gang.ForeignGangs(js, s, gangs)
+			got := podgroups.ForeignGangs(js, s, gangs)
 			if diff := cmp.Diff(tc.want, fieldErrs(got)); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

@@ -9,33 +9,66 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Volcano gangs pods through a Volcano PodGroup (scheduling.volcano.sh/v1beta1), which pods name
-// in their group-name annotation: minMember, minResources, queue, priority class and network
-// topology.
+// in their group-name annotation: minMember, minTaskMember (per task, which pods name in their
+// task-spec annotation), minResources, queue, priority class and network topology.
 type Volcano struct{ secondScheduler }
 
-// Inject sets the group-name annotation and, when the settings name one, the queue.
-func (v Volcano) Inject(rj *jobsetv1alpha2.ReplicatedJob, g gang.Gang, s gang.Settings) {
+// Inject sets the group-name annotation, the task-spec annotation where the template has none
+// (the ReplicatedJob's name) and, when the settings name one, the queue.
+func (v Volcano) Inject(rj *jobsetv1alpha2.ReplicatedJob, g podgroups.Gang, s podgroups.Settings) {
 	v.secondScheduler.Inject(rj, g, s)
-	if pt := &rj.Template.Spec.Template; s.Queue != "" {
+	pt := &rj.Template.Spec.Template
+	if pt.Annotations[contract.VolcanoTaskSpecAnnotationKey] == "" {
+		pt.Annotations = with(pt.Annotations, contract.VolcanoTaskSpecAnnotationKey, rj.Name)
+	}
+	if s.Queue != "" {
 		pt.Annotations = with(pt.Annotations, contract.VolcanoQueueNameAnnotationKey, s.Queue)
 	}
 }
 
-func (Volcano) Validate(*jobsetv1alpha2.JobSet, gang.Settings, []gang.Gang) field.ErrorList {
+// minTaskMember is, per task the gang's pod templates name (their task-spec annotation), how
+// many pods of it run at once: Volcano then places the gang only with all of each task, not
+// just as many pods as minMember. A template without the annotation (a JobSet admitted before
+// podgroups wrote it) adds no task: Volcano would count its pods in none and never place them.
+func minTaskMember(js *jobsetv1alpha2.JobSet, g podgroups.Gang) map[string]int32 {
+	var out map[string]int32
+	for _, rjName := range g.Stage.ReplicatedJobs {
+		rj := jobsets.ReplicatedJob(js, rjName)
+		task := rj.Template.Spec.Template.Annotations[contract.VolcanoTaskSpecAnnotationKey]
+		if task == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]int32{}
+		}
+		out[task] += podgroups.PodsPerJob(rj) * rj.Replicas
+	}
+	return out
+}
+
+// Warnings: pods of a gang that request nothing, which Volcano counts as placed before they are
+// (podgroups.VolcanoWarnings).
+func (Volcano) Warnings(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) []string {
+	return podgroups.VolcanoWarnings(js, gangs)
+}
+
+func (Volcano) Validate(*jobsetv1alpha2.JobSet, podgroups.Settings, []podgroups.Gang) field.ErrorList {
 	return nil
 }
 
 func (Volcano) NewPodGroup() client.Object { return &volcanov1beta1.PodGroup{} }
 
 // Build: the queue is the settings' or else defaultQueue.
-func (Volcano) Build(js *jobsetv1alpha2.JobSet, g gang.Gang, s gang.Settings, priorityClass, defaultQueue string) client.Object {
+func (Volcano) Build(js *jobsetv1alpha2.JobSet, g podgroups.Gang, s podgroups.Settings, priorityClass, defaultQueue string) client.Object {
 	spec := volcanov1beta1.PodGroupSpec{
 		MinMember:         g.MinMember,
+		MinTaskMember:     minTaskMember(js, g),
 		Queue:             s.Queue,
 		PriorityClassName: priorityClass,
 		MinResources:      ptr.To(g.MinResources),
@@ -59,7 +92,7 @@ func (Volcano) Adopt(have, want client.Object) {
 }
 
 // Dropped: a Volcano CRD from before network topology support prunes spec.networkTopology.
-func (Volcano) Dropped(s gang.Settings, _ gang.Gang, got client.Object) Dropped {
+func (Volcano) Dropped(s podgroups.Settings, _ podgroups.Gang, got client.Object) Dropped {
 	if s.NetworkTopology == nil || got.(*volcanov1beta1.PodGroup).Spec.NetworkTopology != nil {
 		return Dropped{}
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -19,7 +19,7 @@ import (
 // BuildWorkload is the JobSet's Workload: one PodGroup template per gang (a composite template
 // for a composite gang), each compiled by workloadbuilder, the JobSet as controllerRef and
 // controller owner, our labels and the hash of what it holds.
-func (Kubernetes) BuildWorkload(js *jobsetv1alpha2.JobSet, gangs []gang.Gang, s gang.Settings, priorityClass func(gang.Gang) string) (*schedulingv1beta1.Workload, error) {
+func (Kubernetes) BuildWorkload(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, s podgroups.Settings, priorityClass func(podgroups.Gang) string) (*schedulingv1beta1.Workload, error) {
 	var wl *schedulingv1beta1.Workload
 	for _, g := range gangs {
 		build := gangBuilder
@@ -67,15 +67,16 @@ func (Kubernetes) AdoptWorkload(have, want *schedulingv1beta1.Workload) {
 // gangBuilder is the workloadbuilder of gang g alone: a leaf item, the gang policy with
 // minCount = the gang's pods, the gang's priority class, the topology key (if any) as its
 // scheduling constraint, owned by the JobSet.
-func gangBuilder(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
+func gangBuilder(js *jobsetv1alpha2.JobSet, g podgroups.Gang, topologyKey, priorityClass string) (*workloadbuilder.Builder, string, error) {
 	return workloadOf(js, g, func(template string) *workloadbuilder.WorkloadItem {
 		return gangItem(template, contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), max(g.MinMember, 1), priorityClass, topologyKey)
 	})
 }
 
-// workloadOf is the workloadbuilder of the Workload <jobset> with gang g's item, which item
-// makes from the template's name (stage-<i>), owned by the JobSet; and that name.
-func workloadOf(js *jobsetv1alpha2.JobSet, g gang.Gang, item func(template string) *workloadbuilder.WorkloadItem) (*workloadbuilder.Builder, string, error) {
+// workloadOf is the workloadbuilder of the Workload <jobset>, owned by the JobSet, with one
+// item for gang g, which item makes from the name of the gang's template (stage-<i>); it also
+// returns that template name.
+func workloadOf(js *jobsetv1alpha2.JobSet, g podgroups.Gang, item func(template string) *workloadbuilder.WorkloadItem) (*workloadbuilder.Builder, string, error) {
 	template, err := contract.PodGroupTemplateName(g.Stage.Index)
 	if err != nil {
 		return nil, "", err
@@ -115,7 +116,7 @@ func gangItem(name string, path *field.Path, minCount int32, priorityClass, topo
 // workloadRef {<jobset>, stage-<i>}, gang minCount, priorityClassName; and, when the gang is
 // one Job whose per-Job claims go on its PodGroup, those claims (claimsOf). A composite gang's
 // Job's is jobPodGroupSpec.
-func podGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityClass string) schedulingv1beta1.PodGroupSpec {
+func podGroupSpec(js *jobsetv1alpha2.JobSet, g podgroups.Gang, topologyKey, priorityClass string) schedulingv1beta1.PodGroupSpec {
 	build := func() (schedulingv1beta1.PodGroupSpec, error) {
 		if g.Parent != nil {
 			return jobPodGroupSpec(js, g, topologyKey, priorityClass)
@@ -136,7 +137,7 @@ func podGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityC
 	}
 	spec, err := build()
 	if err != nil {
-		// Names were checked by gang.Gangs and Validate, and the items are fixed: this is a bug.
+		// Names were checked by podgroups.Gangs and Validate, and the items are fixed: this is a bug.
 		panic(fmt.Sprintf("building the PodGroup of %s: %v", g.Name, err))
 	}
 	return spec
@@ -147,7 +148,7 @@ func podGroupSpec(js *jobsetv1alpha2.JobSet, g gang.Gang, topologyKey, priorityC
 // attempt N, contract.ResourceClaimName), the very entry that the resourceclaims Job webhook
 // puts in the pods' spec.resourceClaims. kube-scheduler (DRAWorkloadResourceClaims) then
 // reserves the claim for the PodGroup, not for each pod. None when the gang is not one such Job.
-func claimsOf(js *jobsetv1alpha2.JobSet, g gang.Gang) ([]schedulingv1beta1.PodGroupResourceClaim, error) {
+func claimsOf(js *jobsetv1alpha2.JobSet, g podgroups.Gang) ([]schedulingv1beta1.PodGroupResourceClaim, error) {
 	if len(g.Claims) == 0 {
 		return nil, nil
 	}

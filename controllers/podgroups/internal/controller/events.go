@@ -16,8 +16,11 @@ const (
 	// it is (addon.Refused: a policy or a schema an upgrade brought); the reconcile retries with
 	// back-off, and the note is told once (addon.Tell folds its repeats into one series).
 	ReasonRefused = "PodGroupsRefused"
-	// ReasonNameTaken: a PodGroup of the gang's name exists and is not ours; it is left alone
-	// and the gang's pods will be scheduled against it.
+	// ReasonNameTaken: a PodGroup (or CompositePodGroup) of the gang's name exists and is not
+	// ours; it is left alone. One another JobSet's gang holds (names are joined with "-") is
+	// named with that JobSet: the Job webhook holds the Jobs whose pods it would gang until it
+	// is gone, and the JobSet is reconciled again every few seconds until then. One the add-on
+	// did not make (a user's) is used as it is: the gang's pods are scheduled against it.
 	ReasonNameTaken = "PodGroupNameTaken"
 	// ReasonWorkloadCreated: the Workload (scheduling.k8s.io) of a JobSet gang-scheduled by
 	// kube-scheduler was created, with one PodGroup template per gang.

@@ -12,7 +12,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -43,7 +43,7 @@ func Waits(ctx context.Context, c client.Reader) ([]addon.Wait, error) {
 	var out []addon.Wait
 	for i := range jss.Items {
 		js := &jss.Items[i]
-		if !gang.Uses(js) || ptr.Deref(js.Spec.Suspend, false) || jobsets.Finished(js) || contract.ManagedElsewhere(js.Spec.ManagedBy) {
+		if !podgroups.Uses(js) || ptr.Deref(js.Spec.Suspend, false) || jobsets.Finished(js) || contract.ManagedElsewhere(js.Spec.ManagedBy) {
 			continue
 		}
 		key := js.Namespace + "/" + js.Name
@@ -88,7 +88,7 @@ var (
 	}, []string{"action"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobset_addons_podgroups_errors_total",
-		Help: "Errors, by reason (list, create, update, delete, invalid, not-admitted, not-installed, name-taken).",
+		Help: "Errors, by reason (list, create, update, delete, invalid, not-admitted, not-installed, name-taken, prerequisite-missing, retry).",
 	}, []string{"reason"})
 	reconcileDuration = addon.ReconcileDuration("jobset_addons_podgroups_reconcile_duration_seconds", "JobSet", 0.0005)
 )
@@ -96,7 +96,7 @@ var (
 func init() {
 	metrics.Registry.MustRegister(podGroupsCreated, podGroupsUpdated, podGroupsDeleted, workloadsWritten, reconcileErrors, reconcileDuration)
 	// Every series from the start, at 0, so that a rate() over them works before the first event.
-	for _, s := range []string{"volcano", "coscheduling", "kubernetes"} {
+	for _, s := range []string{"volcano", "coscheduling", "kubernetes", "kai"} {
 		for _, c := range []*prometheus.CounterVec{podGroupsCreated, podGroupsUpdated, podGroupsDeleted} {
 			c.WithLabelValues(s)
 		}

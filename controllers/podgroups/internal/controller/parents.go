@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -54,7 +54,7 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	}
 	k := kind[*schedulingv1beta1.Workload]{name: "Workload", made: r.madeWorkloads, adopt: wb.AdoptWorkload,
 		newObj: func() *schedulingv1beta1.Workload { return &schedulingv1beta1.Workload{} }}
-	did, _, err := write(ctx, r, js, k, want, have)
+	did, got, err := write(ctx, r, js, k, want, have)
 	switch did {
 	case created:
 		workloadsWritten.WithLabelValues("created").Inc()
@@ -66,6 +66,9 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonWorkloadUpdated, actionUpdate,
 			"Updated Workload %s to the JobSet's demand (its templates' minCount)", want.Name)
 	case notOurs:
+		if foreign(js, got) {
+			return false, false, nil // told by taken
+		}
 		r.warnOnce(js, ReasonWorkloadNameTaken, "name-taken",
 			"Workload %s exists and is not one podgroups made for this JobSet: it is left alone and no PodGroup is made", want.Name)
 		return false, false, nil
@@ -78,25 +81,36 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 // ensureComposite creates composite gang g's CompositePodGroup, or tells that its name is
 // taken (ok false: no PodGroup of its Jobs is made). Its spec cannot change (every field is
 // immutable), so one of ours is only relabelled when its hash differs.
-func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.JobSet, cb backend.Composites, g gang.Gang, s gang.Settings) (ok bool, err error) {
-	want, err := cb.BuildComposite(js, g, s, r.priorityClass(g))
+func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.JobSet, cb backend.Composites, g podgroups.Gang, s podgroups.Settings) (ok bool, err error) {
+	cpg, err := cb.BuildComposite(js, g, s, r.priorityClass(g))
 	if err != nil {
 		return false, err
 	}
-	have, pending, going, err := r.cached(ctx, js, "CompositePodGroup", backend.CompositeKind, r.madeComposites, want)
+	want, err := backend.CompositeObject(cpg, r.CompositeKind)
+	if err != nil {
+		return false, err
+	}
+	have, pending, going, err := r.cached(ctx, js, "CompositePodGroup", r.CompositeKind, r.madeComposites, want)
 	if err != nil || going || pending {
 		return pending, err
 	}
-	k := kind[*schedulingv1alpha3.CompositePodGroup]{name: "CompositePodGroup", made: r.madeComposites,
-		newObj: func() *schedulingv1alpha3.CompositePodGroup { return &schedulingv1alpha3.CompositePodGroup{} },
-		adopt:  func(have, want *schedulingv1alpha3.CompositePodGroup) { backend.AdoptMeta(have, want) }}
-	did, _, err := write(ctx, r, js, k, want, have)
+	k := kind[*unstructured.Unstructured]{name: "CompositePodGroup", made: r.madeComposites,
+		newObj: func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(r.CompositeKind)
+			return u
+		},
+		adopt: func(have, want *unstructured.Unstructured) { backend.AdoptMeta(have, want) }}
+	did, got, err := write(ctx, r, js, k, want, have)
 	switch did {
 	case created:
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a CompositePodGroup", "compositePodGroup", g.Name, "jobs", len(g.Jobs))
 		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonCompositeCreated, actionCreate,
 			"Created CompositePodGroup %s: all of its %d Jobs or none, each Job a PodGroup of its own", g.Name, len(g.Jobs))
 	case notOurs:
+		if foreign(js, got) {
+			return false, nil // told by taken
+		}
 		r.warnOnce(js, ReasonNameTaken, "name-taken",
 			"CompositePodGroup %s exists and is not one podgroups made for this JobSet: it is left alone and no PodGroup of its Jobs is made", g.Name)
 		return false, nil
@@ -148,8 +162,8 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 
 // deleteComposites deletes the JobSet's CompositePodGroups of ours that are not of a wanted
 // composite gang (the JobSet finished).
-func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.JobSet, wanted []gang.Gang) error {
-	list := backend.MetaList(backend.CompositeKind)
+func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.JobSet, wanted []podgroups.Gang) error {
+	list := backend.MetaList(r.CompositeKind)
 	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
 		return fmt.Errorf("listing CompositePodGroups: %w", err)

@@ -10,12 +10,13 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // ensure creates the gang's PodGroup, or updates ours when the demand changed. have is the
 // metadata of ours, from the cache, or nil.
-func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, g gang.Gang, have client.Object) error {
+func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, g podgroups.Gang, have client.Object) error {
 	b := p.backend
 	want := b.Build(js, g, p.settings, r.priorityClass(g), r.DefaultQueue)
 	k := kind[client.Object]{name: "PodGroup", made: r.made, newObj: b.NewPodGroup, adopt: b.Adopt, replace: b.NeedsReplace}
@@ -28,6 +29,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p pl
 		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,
 			"Created %s PodGroup %s: %s", scheduler, g.Name, b.Demand(g))
 		r.tellDropped(js, b.Dropped(p.settings, g, got), true)
+		r.tellMissing(ctx, js, b, want)
 	case replaced:
 		podGroupsDeleted.WithLabelValues(scheduler).Inc()
 		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonDeleted, actionDelete,
@@ -37,7 +39,11 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p pl
 		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonUpdated, actionUpdate,
 			"Updated %s PodGroup %s to the JobSet's demand: %s", scheduler, g.Name, b.Demand(g))
 		r.tellDropped(js, b.Dropped(p.settings, g, got), false)
+		r.tellMissing(ctx, js, b, want)
 	case notOurs:
+		if foreign(js, got) {
+			break // told by taken
+		}
 		r.warnOnce(js, ReasonNameTaken, "name-taken",
 			"PodGroup %s exists and is not one podgroups made for this JobSet: it is left alone, and the pods that name it are scheduled against it", g.Name)
 	}
@@ -55,6 +61,22 @@ func (r *Reconciler) tellDropped(js *jobsetv1alpha2.JobSet, d backend.Dropped, c
 	}
 }
 
+// tellMissing warns once of what a PodGroup just made or changed needs and lacks
+// (backend.Prerequisites); a failure to read it is logged.
+func (r *Reconciler) tellMissing(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, pg client.Object) {
+	p, ok := b.(backend.Prerequisites)
+	if !ok {
+		return
+	}
+	reason, msg, err := p.Missing(ctx, r.APIReader, pg)
+	switch {
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "Could not check what the PodGroup needs", "podGroup", pg.GetName())
+	case reason != "":
+		r.warnOnce(js, reason, "prerequisite-missing", "%s", msg)
+	}
+}
+
 // deletePodGroup deletes one of our PodGroups, not wanted for reason why.
 func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, pg client.Object, why string) error {
 	deleted, err := r.remove(ctx, "PodGroup", pg)
@@ -68,4 +90,10 @@ func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobS
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a PodGroup", "podGroup", pg.GetName(), "why", why)
 	addon.Tell(r.Recorder, js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler(), pg.GetName(), why)
 	return nil
+}
+
+// foreign tells whether got, an object of one of the JobSet's gang names that is not ours, is
+// another JobSet's (backend.Identity), as Reconciler.taken tells it.
+func foreign(js *jobsetv1alpha2.JobSet, got client.Object) bool {
+	return got != nil && backend.Identity(js, got.GetLabels()).Of(got) == contract.Foreign
 }

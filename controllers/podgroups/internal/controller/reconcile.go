@@ -6,18 +6,22 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // Reconcile brings the JobSet's PodGroups to what its gangs, stages and state ask for: it loads
@@ -28,9 +32,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	start := r.Clock.Now()
 	defer func() { addon.ObserveReconcile(reconcileDuration, r.Clock.Since(start), err) }()
 	ctx, js, ok, err := addon.ReconcileJobSet(ctx, r.Client, req.NamespacedName)
-	if !ok || !gang.Uses(js) {
+	if !ok || !podgroups.Uses(js) {
 		if js != nil {
 			r.warned.Forget(js.UID)
+		}
+		if err == nil {
+			r.waiting.Forget(req.NamespacedName)
+			r.retry.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
@@ -42,6 +50,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	taken := r.taken(ctx, js, p)
 	made := r.made.PendingNow() // before the cache is read (Made.PendingNow)
 	have, err := r.podGroups(ctx, js, p.backend)
 	if err != nil {
@@ -49,25 +58,92 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	ok, waiting, err := r.ensureParents(ctx, js, p, w)
 	if err != nil || !ok {
-		return ctrl.Result{}, r.failed(js, err)
+		return whileTaken(taken, ctrl.Result{}), r.failed(js, err)
 	}
 	pending, errs := r.ensureGangs(ctx, js, p, w, have, made)
 	errs = r.deleteStale(ctx, js, p, w, have, errs)
-	return r.finish(js, waiting || pending, errs)
+	if !taken && len(errs) == 0 {
+		if err := r.retryHeld(ctx, js); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res, err := r.finish(js, waiting || pending, errs)
+	return whileTaken(taken, res), err
+}
+
+// TakenRequeue is how often a JobSet one of whose gang objects another JobSet holds is
+// reconciled again, besides at once when that object is deleted (taken): should the deletion
+// come between the reconcile's read and its record, its gang is still made soon after.
+const TakenRequeue = 5 * time.Second
+
+// whileTaken is res, requeued within TakenRequeue while a gang object is taken.
+func whileTaken(taken bool, res ctrl.Result) ctrl.Result {
+	if taken && (res.RequeueAfter == 0 || res.RequeueAfter > TakenRequeue) {
+		res.RequeueAfter = TakenRequeue
+	}
+	return res
+}
+
+// taken tells, once per object and holder, of each of the JobSet's gang objects (its Workload,
+// CompositePodGroups and PodGroups, wanted now or later) that the cache shows made for another
+// JobSet (backend.Identity: names are joined with "-"), and whether there is one. Such an object
+// is never changed or used: the Job webhook holds the Jobs whose pods it would gang. Its
+// deletion reconciles the JobSet at once (r.waiting), which makes its gang and has JobSet retry
+// the held Jobs (retryHeld).
+func (r *Reconciler) taken(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan) bool {
+	taken := false
+	for _, o := range backend.Objects(p.backend, js, p.gangs, r.CompositeKind) {
+		obj := backend.Meta(o.Kind)
+		holder := addon.ForeignHolder(ctx, r.Client, client.ObjectKey{Namespace: js.Namespace, Name: o.Name}, obj, o.Identity)
+		if holder == "" {
+			continue
+		}
+		taken = true
+		r.waiting.For(client.ObjectKeyFromObject(js), obj)
+		if !r.warned.Once(js.UID, "taken\x00"+o.Kind.Kind+"/"+o.Name+"\x00"+holder) {
+			continue
+		}
+		reconcileErrors.WithLabelValues("name-taken").Inc()
+		reason := ReasonNameTaken
+		if o.Kind.Kind == "Workload" {
+			reason = ReasonWorkloadNameTaken
+		}
+		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, reason, actionSkip,
+			"%s. It is left alone, and the Jobs whose pods it would gang are held (not created or resumed) until it is gone; then the gang is made and the Jobs go on",
+			"T"+strings.TrimPrefix(addon.Taken(o.What, holder), "t"))
+	}
+	return taken
+}
+
+// retryHeld has JobSet create (or resume) now the Jobs the Job webhook held while a gang
+// object of theirs was another JobSet's: once none is (taken) and the JobSet's own gang objects
+// are made, a JobSet whose object went (r.retry, by its deletion; or r.waiting, when the
+// deletion came before the record) gets PodGroupsRetryAnnotationKey (addon.Retries), not left
+// to JobSet's back-off.
+func (r *Reconciler) retryHeld(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
+	key := client.ObjectKeyFromObject(js)
+	if r.waiting.Forget(key) {
+		r.retry.Add(reconcile.Request{NamespacedName: key})
+	}
+	if err := r.retry.Retry(ctx, r.Client, js, contract.PodGroupsRetryAnnotationKey); err != nil {
+		reconcileErrors.WithLabelValues("retry").Inc()
+		return err
+	}
+	return nil
 }
 
 // plan is what a reconcile works from: the JobSet's settings, its gangs and their backend.
 type plan struct {
-	settings gang.Settings
-	gangs    []gang.Gang
+	settings podgroups.Settings
+	gangs    []podgroups.Gang
 	backend  backend.Backend
 }
 
-// plan reads the JobSet (gang.Read) and finds its backend; ok is false, and it is told once,
+// plan reads the JobSet (podgroups.Read) and finds its backend; ok is false, and it is told once,
 // when no PodGroup can be made: invalid settings or gangs, a backend or kind not served, or a
 // JobSet the mutating webhook did not see.
 func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet) (p plan, ok bool) {
-	s, gangs, errs := gang.Read(js)
+	s, gangs, errs := podgroups.Read(js)
 	if len(errs.Settings) > 0 {
 		r.warnOnce(js, ReasonInvalid, "invalid", "No PodGroup is made: %v", errs.Settings.ToAggregate())
 		return p, false
@@ -92,9 +168,9 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet) (p plan, ok bool) {
 			"The JobSet was created while the podgroups webhook was not running: its pods name no PodGroup and are not gang-scheduled; re-create the JobSet")
 		return p, false
 	}
-	if _, can := b.(backend.Composites); s.Composite && (!can || !r.Composites) {
+	if _, can := b.(backend.Composites); s.Composite && (!can || !r.composites()) {
 		r.warnOnce(js, ReasonSchedulerNotInstalled, "not-installed",
-			"No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1alpha3) was not served when the podgroups controller started; turn it on and restart the controller")
+			"No PodGroup is made: the JobSet asks for a composite gang and CompositePodGroup (scheduling.k8s.io/v1beta1 or v1alpha3) was not served when the podgroups controller started; turn it on and restart the controller")
 		return p, false
 	}
 	return plan{settings: s, gangs: gangs, backend: b}, true
@@ -149,7 +225,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, js *jobsetv1alpha2.JobSet,
 			errs = append(errs, err)
 		}
 	}
-	if _, ok := p.backend.(backend.Composites); ok && r.Composites && len(errs) == 0 {
+	if _, ok := p.backend.(backend.Composites); ok && r.composites() && len(errs) == 0 {
 		if err := r.deleteComposites(ctx, js, w.composites); err != nil {
 			errs = append(errs, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -22,7 +22,7 @@ import (
 //   - a sequenced JobSet: each stage that may run in the current restart attempt (stage 0; a
 //     stage the sequencer released; a stage upstream dependsOn holds back once upstream has
 //     created its Jobs) and has not finished yet (all its Jobs of the attempt Complete).
-func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) ([]gang.Gang, map[string]string, error) {
+func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) ([]podgroups.Gang, map[string]string, error) {
 	why := map[string]string{}
 	if jobsets.Finished(js) {
 		for _, g := range gangs {
@@ -58,7 +58,7 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 			complete[rj]++
 		}
 	}
-	var want []gang.Gang
+	var want []podgroups.Gang
 	for _, g := range gangs {
 		st := g.Stage
 		mayRun := released.StageReleased(st)
@@ -86,13 +86,13 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 // wants are what a reconcile makes: the gangs wanted now, each composite gang (a
 // CompositePodGroup) apart from the PodGroups (units), and why each other gang is not wanted.
 type wants struct {
-	gangs, composites, units []gang.Gang
+	gangs, composites, units []podgroups.Gang
 	why                      map[string]string
 }
 
 // wants splits the wanted gangs (wanted) into composite gangs and units; a composite gang not
 // wanted has its Jobs' PodGroups not wanted, for its reason.
-func (r *Reconciler) wants(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) (wants, error) {
+func (r *Reconciler) wants(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) (wants, error) {
 	want, why, err := r.wanted(ctx, js, gangs)
 	if err != nil {
 		return wants{}, err
@@ -104,7 +104,7 @@ func (r *Reconciler) wants(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs
 			}
 		}
 	}
-	w := wants{gangs: want, units: gang.Units(want), why: why}
+	w := wants{gangs: want, units: podgroups.Units(want), why: why}
 	for _, g := range want {
 		if len(g.Jobs) > 0 {
 			w.composites = append(w.composites, g)

@@ -14,7 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -104,7 +104,7 @@ func TestWanted(t *testing.T) {
 				b = b.WithObjects(tc.jobs(js)...)
 			}
 			r := &Reconciler{Client: b.Build()}
-			gangs, errs := gang.Gangs(js, gang.Settings{Scheduler: contract.SchedulerVolcano})
+			gangs, errs := podgroups.Gangs(js, podgroups.Settings{Scheduler: contract.SchedulerVolcano})
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -130,7 +132,7 @@ func (r *Reconciler) going(o client.Object) bool {
 // gone already or replaced).
 func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (bool, error) {
 	uid := o.GetUID()
-	if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}); err != nil {
+	if err := r.Client.Delete(ctx, deletable(o), client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return false, nil
 		}
@@ -141,4 +143,22 @@ func (r *Reconciler) remove(ctx context.Context, kind string, o client.Object) (
 	r.deleted.Wrote(o)
 	addon.CountObject(kind, addon.ActionDeleted, 1)
 	return true, nil
+}
+
+// deletable is o as the client deletes it. An object known by its metadata alone (a
+// CompositePodGroup, of no Go type here) goes as unstructured: the apiserver answers a delete
+// with the object deleted, which the typed client decodes by the scheme, and a kind the scheme
+// does not hold in a version it holds (CompositePodGroup of scheduling.k8s.io/v1beta1, beside
+// its PodGroup and Workload) fails there ("no kind ... is registered"), though deleted.
+func deletable(o client.Object) client.Object {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return o
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(m.GroupVersionKind())
+	u.SetNamespace(m.Namespace)
+	u.SetName(m.Name)
+	u.SetUID(m.UID)
+	return u
 }

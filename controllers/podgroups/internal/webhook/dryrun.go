@@ -8,12 +8,13 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// DryRunRemember is how long the JobSet webhook takes a gang object the API server accepted in a
-// namespace as accepted for the same object of another JobSet (addon.DryRunner.Remember).
+// DryRunRemember is how long the JobSet webhook treats a gang object that the API server
+// accepted in a namespace as accepted for the same object of another JobSet
+// (addon.DryRunner.Remember).
 const DryRunRemember = 10 * time.Second
 
 // dryRuns are the gang objects for the API server to check (addon.DryRunner), as the reconciler
@@ -22,12 +23,12 @@ const DryRunRemember = 10 * time.Second
 // refusal is told at the scheduler annotation, and so is one of the name another JobSet's gang
 // holds (identity). The owner reference goes only once the JobSet has its UID; a JobSet
 // without a name (generateName) has none.
-func (w *JobSetWebhook) dryRuns(js *jobsetv1alpha2.JobSet, b backend.Backend, s gang.Settings, gangs []gang.Gang) []addon.DryRun {
+func (w *JobSetWebhook) dryRuns(js *jobsetv1alpha2.JobSet, b backend.Backend, s podgroups.Settings, gangs []podgroups.Gang) []addon.DryRun {
 	if js.Name == "" || len(gangs) == 0 {
 		return nil
 	}
 	path := contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey)
-	class := func(g gang.Gang) string {
+	class := func(g podgroups.Gang) string {
 		pc, _ := g.PriorityClass(w.Classes)
 		return pc
 	}
@@ -54,17 +55,12 @@ func (w *JobSetWebhook) dryRuns(js *jobsetv1alpha2.JobSet, b backend.Backend, s 
 }
 
 // identity is whose an existing object of o's name must be for the JobSet not to be refused
-// (contract.Identity.Of): names are joined with "-", so JobSet a-stage-1's PodGroup and stage 1's
-// of JobSet a coincide. One another JobSet's gangs hold refuses the JobSet, naming it; a user's
-// of the name, or one an earlier JobSet of this name left (the garbage collector's to delete),
-// does not.
+// (backend.Identity): an object of the name that another JobSet's gang holds refuses the
+// JobSet, naming that JobSet; one a user made, or one an earlier JobSet of this name left (the
+// garbage collector's to delete), does not.
 func identity(js *jobsetv1alpha2.JobSet, o client.Object) *contract.Identity {
-	parts := []string{contract.PodGroupStageLabelKey}
-	labels := map[string]string{}
-	if v, ok := o.GetLabels()[contract.PodGroupStageLabelKey]; ok {
-		labels[contract.PodGroupStageLabelKey] = v
-	}
-	return &contract.Identity{ManagedBy: contract.PodGroupsManagedByValue, JobSet: js.Name, UID: js.UID, Labels: labels, Parts: parts}
+	id := backend.Identity(js, o.GetLabels())
+	return &id
 }
 
 // kindOf names o in a Warning.
@@ -75,8 +71,8 @@ func kindOf(b backend.Backend, o client.Object) string {
 	return string(b.Scheduler()) + " PodGroup"
 }
 
-// dryRunKey is what the object's acceptance depends on but its name and the JobSet's labels: the
-// namespace and the rest of it (addon.TemplateKey).
+// dryRunKey is what the object's acceptance depends on besides its name and the JobSet's
+// labels: the namespace and the rest of the object (addon.TemplateKey).
 func dryRunKey(o client.Object) string {
 	c, ok := o.DeepCopyObject().(client.Object)
 	if !ok {

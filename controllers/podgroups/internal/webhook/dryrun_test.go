@@ -78,7 +78,7 @@ func TestDryRun(t *testing.T) {
 			w := hook(tc.scheduler)
 			w.DryRun = &addon.DryRunner{Client: c, Name: "podgroups"}
 			js := addontest.JobSet("ns", "train").Annotate(schedulerKey, string(tc.scheduler), inOrderKey, "InOrder").ReplicatedJobs(
-				addontest.ReplicatedJob("a"), addontest.ReplicatedJob("b"),
+				addontest.ReplicatedJob("a").Requests("1", "1Gi"), addontest.ReplicatedJob("b").Requests("1", "1Gi"),
 			).Obj()
 			warnings, errs := w.Validate(context.Background(), js)
 			var got []string

@@ -30,5 +30,5 @@ func FuzzJobWebhook(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	addontest.FuzzWebhooks(f, [][]byte{raw}, map[string]*admission.Webhook{"mutate Job": {Handler: JobWebhook{}}})
+	addontest.FuzzWebhooks(f, [][]byte{raw}, map[string]*admission.Webhook{"mutate Job": {Handler: &JobWebhook{}}})
 }

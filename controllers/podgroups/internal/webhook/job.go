@@ -6,32 +6,72 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
-// MutateJobPath is the Job mutating webhook (CREATE), scoped to JobSet Jobs that carry
+// MutateJobPath is the Job mutating webhook (CREATE, and the UPDATE that resumes a suspended
+// Job), scoped to JobSet Jobs that carry contract.GangAnnotationKey or
 // contract.PerJobPodGroupAnnotationKey.
 const MutateJobPath = "/mutate-batch-v1-job"
 
-// JobWebhook names, on CREATE, a composite gang's Job's own PodGroup (contract.JobPodGroupName,
-// the Job's name) in its pod template's spec.schedulingGroup.podGroupName, where the JobSet
-// webhook put the gang's name: the pod template of a ReplicatedJob is one for all its Jobs, and
-// only the Job knows which it is. It reads nothing but the Job.
-type JobWebhook struct{}
+// gangPath is where a Job names its gang (contract.GangAnnotationKey): a refusal's field.
+var gangPath = field.NewPath("metadata", "annotations").Key(contract.GangAnnotationKey)
 
-var _ admission.Handler = JobWebhook{}
+// JobWebhook holds, on CREATE and on the UPDATE that resumes it, a Job of a JobSet whose gang
+// object (its Workload, its gang's PodGroup or CompositePodGroup, its own PodGroup) exists and
+// is another JobSet's (backend.Identity: names are joined with "-", so two JobSets created at
+// once can give the same one, and only one is refused at admission): its pods would be
+// scheduled as members of that JobSet's gang. JobSet creates or resumes it again with back-off;
+// the reconciler tells the JobSet (PodGroupNameTaken) and makes the gang once the other is gone.
+//
+// On CREATE it then names a composite gang's Job's own PodGroup (contract.JobPodGroupName, the
+// Job's name) in its pod template's spec.schedulingGroup.podGroupName, where the JobSet webhook
+// put the gang's name: the pod template of a ReplicatedJob is one for all its Jobs, and only the
+// Job knows which it is.
+//
+// It reads the Job, its JobSet and the gang objects from the controller's cache (APIReader only
+// for a JobSet the cache does not show yet).
+type JobWebhook struct {
+	// Reader is the controller's cache: JobSets, and the metadata of the gang objects podgroups
+	// made. nil: no Job is held.
+	Reader client.Reader
+	// APIReader reads a JobSet the cache does not show yet.
+	APIReader client.Reader
+	// Backends are every backend; Installed tells whether a backend's kinds were served at start.
+	Backends  *backend.Registry
+	Installed func(contract.Scheduler) bool
+	// CompositeKind is the kind of CompositePodGroup served at start; zero: none.
+	CompositeKind schema.GroupVersionKind
+}
+
+var _ admission.Handler = &JobWebhook{}
 
 // Handle implements admission.Handler.
-func (JobWebhook) Handle(_ context.Context, req admission.Request) admission.Response {
+func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admission.Response {
 	job := &batchv1.Job{}
-	if resp, done := addon.DecodeCreate(req, job); done {
+	resp, resumed, done := addon.DecodeCreateOrResume(req, job)
+	if done {
 		return resp
 	}
-	if job.Annotations[contract.PerJobPodGroupAnnotationKey] != contract.EnabledValue {
+	if errs := w.taken(ctx, job); len(errs) > 0 {
+		logf.FromContext(ctx).V(2).Info("Held a Job whose gang object is another JobSet's", "job", klog.KRef(job.Namespace, job.Name), "resumed", resumed, "err", errs.ToAggregate())
+		return addon.DenyTakenJob("podgroups", job, "another JobSet's gang", errs)
+	}
+	if resumed || job.Annotations[contract.PerJobPodGroupAnnotationKey] != contract.EnabledValue {
 		return admission.Allowed("")
 	}
 	name, err := contract.JobPodGroupName(job.Name)
@@ -40,4 +80,52 @@ func (JobWebhook) Handle(_ context.Context, req admission.Request) admission.Res
 	}
 	sg := corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
 	return admission.Patched("", jsonpatch.NewOperation("add", "/spec/template/spec/schedulingGroup", sg))
+}
+
+// taken lists the Job's gang objects that exist and are another JobSet's
+// (backend.JobObjects), each at the Job's gang annotation. None for a Job whose JobSet is gone,
+// is not the one that controls it, or asks for no gang that is made here.
+func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job) field.ErrorList {
+	if w.Reader == nil {
+		return nil
+	}
+	js := w.jobSet(ctx, job)
+	if js == nil || !podgroups.Uses(js) {
+		return nil
+	}
+	s, gangs, read := podgroups.Read(js)
+	b := w.Backends.For(s.Scheduler)
+	if b == nil || len(read.All()) > 0 || (w.Installed != nil && !w.Installed(s.Scheduler)) || (s.Composite && w.CompositeKind.Empty()) {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, o := range backend.JobObjects(b, js, gangs, job.Labels[contract.ReplicatedJobNameLabelKey], job.Name, w.CompositeKind) {
+		key := client.ObjectKey{Namespace: job.Namespace, Name: o.Name}
+		if holder := addon.ForeignHolder(ctx, w.Reader, key, backend.Meta(o.Kind), o.Identity); holder != "" {
+			errs = append(errs, field.Forbidden(gangPath, addon.Taken(o.What, holder)))
+		}
+	}
+	return errs
+}
+
+// jobSet is the JobSet that controls job, from the cache or, when the cache does not show it
+// yet, the API server; nil when there is none.
+func (w *JobWebhook) jobSet(ctx context.Context, job *batchv1.Job) *jobsetv1alpha2.JobSet {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != "JobSet" {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
+	js := &jobsetv1alpha2.JobSet{}
+	err := w.Reader.Get(ctx, key, js)
+	if (err == nil && js.UID != ref.UID) || apierrors.IsNotFound(err) {
+		if w.APIReader == nil {
+			return nil
+		}
+		err = w.APIReader.Get(ctx, key, js)
+	}
+	if err != nil || js.UID != ref.UID {
+		return nil
+	}
+	return js
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/checks"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -28,7 +29,7 @@ func TestLintAgrees(t *testing.T) {
 	}
 	admit := func(js *jobsetv1alpha2.JobSet) ([]string, error) {
 		w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes)
-		w.Composites = true
+		w.CompositeKind = backend.CompositeKinds[1]
 		if err := w.Default(context.Background(), js); err != nil {
 			return nil, err
 		}
@@ -59,8 +60,8 @@ func TestLintAgrees(t *testing.T) {
 }
 
 // TestLintAgreesForeignGangs: on a JobSet whose pod templates already name a gang podgroups
-// would not name (gang.ForeignGangs), for each scheduler asked for and each scheduler's place of
-// the gang's name, by a user or by a TrainJob, kubectl jobset-addons lint refuses with the
+// would not name (podgroups.ForeignGangs), for each scheduler asked for and each scheduler's
+// place of the gang's name, by a user or by a TrainJob, kubectl jobset-addons lint refuses with the
 // fields and messages of the mutating webhook's refusal; podgroups' own names, re-created, are
 // admitted by both.
 func TestLintAgreesForeignGangs(t *testing.T) {

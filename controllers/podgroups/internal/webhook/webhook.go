@@ -5,7 +5,8 @@
 // webhook that refuses bad settings with field paths; on UPDATE the same validating webhook
 // keeps the podgroups annotations immutable, and the mutating one puts back a
 // spec.schedulingGroup an update dropped (the kubernetes backend beside Kueue). What they read
-// comes from package gang, what they inject and refuse per scheduler from package backend.
+// comes from package podgroups (pkg/addon/checks/podgroups), what they inject and refuse per
+// scheduler from package backend.
 package webhook
 
 import (
@@ -15,14 +16,16 @@ import (
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/podgroups/internal/backend"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	gang "github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -34,20 +37,24 @@ type JobSetWebhook struct {
 	// Installed tells whether a backend's PodGroup CRD was served when the controller started.
 	Installed func(contract.Scheduler) bool
 	// Classes reads PriorityClass values, for the warning when a gang's templates differ.
-	Classes gang.PriorityClassReader
+	Classes podgroups.PriorityClassReader
 	// Claims tells whether the apiserver keeps a PodGroup's claims (DRAWorkloadResourceClaims),
 	// for a Job of more than jobsets.MaxClaimSharers pods whose claims go on its PodGroup. nil:
 	// such a Job is refused.
 	Claims *ClaimsProbe
-	// Composites tells whether CompositePodGroup (scheduling.k8s.io/v1alpha3) was served when the
-	// controller started: a composite gang is refused where not.
-	Composites bool
+	// CompositeKind is the kind of CompositePodGroup (scheduling.k8s.io/v1beta1, else v1alpha3)
+	// served when the controller started; zero: none, and a composite gang is refused.
+	CompositeKind schema.GroupVersionKind
 	// DryRun, when set, has the API server judge the gang objects a new JobSet would get (its
 	// Workload, or its PodGroups): their validation (the CRD's schema), admission policies,
 	// other webhooks, the namespace's quota (addon.DryRunner).
 	DryRun *addon.DryRunner
 	// DefaultQueue is the Volcano queue of a JobSet that names none, as the reconciler's.
 	DefaultQueue string
+	// Reader, when set, is the controller's cache of the gang objects podgroups made: a gang
+	// object the dry run does not make (the PodGroups and CompositePodGroups of a backend that
+	// makes a Workload) whose name another JobSet's gang holds refuses the JobSet.
+	Reader client.Reader
 }
 
 var (
@@ -60,13 +67,14 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", JobWebhook{})})
+	jobs := &JobWebhook{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: w.Backends, Installed: w.Installed, CompositeKind: w.CompositeKind}
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", jobs)})
 	return nil
 }
 
 // Default names the gangs on CREATE. It leaves alone a JobSet whose settings or stages do not
 // parse (validation refuses it). It refuses a JobSet whose pod templates already name a gang
-// podgroups would not name (gang.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
+// podgroups would not name (podgroups.ForeignGangs: Kubeflow Trainer's podGroupPolicy beside
 // podgroups' annotations), before it names anything: the validating webhook sees the names
 // podgroups injected and cannot tell. On UPDATE it only puts back the kubernetes backend's
 // spec.schedulingGroup where the update dropped it (backend.Restorer: Kueue v0.17.0
@@ -78,15 +86,15 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 		}
 		return nil
 	}
-	if !gang.Uses(js) {
+	if !podgroups.Uses(js) {
 		return nil
 	}
-	s, gangs, errs := gang.Read(js)
+	s, gangs, errs := podgroups.Read(js)
 	b := w.Backends.For(s.Scheduler)
 	if b == nil || len(errs.All()) > 0 || len(b.Validate(js, s, gangs)) > 0 {
 		return nil
 	}
-	if errs := gang.ForeignGangs(js, s, gangs); len(errs) > 0 {
+	if errs := podgroups.ForeignGangs(js, s, gangs); len(errs) > 0 {
 		return jobsets.Invalid(js, errs)
 	}
 	backend.Inject(b, js, s, gangs)
@@ -120,15 +128,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 
 // ValidateUpdate keeps the podgroups annotations as they were created.
 func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	var errs field.ErrorList
-	for _, key := range gang.ImmutableKeys {
-		oldValue, oldOK := oldJS.Annotations[key]
-		newValue, newOK := newJS.Annotations[key]
-		if oldOK != newOK || oldValue != newValue {
-			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key), "is immutable"))
-		}
-	}
-	return nil, jobsets.Invalid(newJS, errs)
+	return nil, jobsets.Invalid(newJS, jobsets.ImmutableAnnotations(oldJS, newJS, podgroups.ImmutableKeys...))
 }
 
 // ValidateDelete allows every deletion.
@@ -136,7 +136,7 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 	return nil, nil
 }
 
-// Validate is every problem of a new JobSet's gang settings: the annotations (gang.Parse), a
+// Validate is every problem of a new JobSet's gang settings: the annotations (podgroups.Parse), a
 // backend whose CRD is not installed, stages that cannot be computed, gang names that are too
 // long, pod templates naming another scheduler, and a Job of more than jobsets.MaxClaimSharers
 // pods sharing its claims through a PodGroup where the apiserver drops a PodGroup's claims;
@@ -144,10 +144,10 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 // (DryRun), or warns of. Of a JobSet managed elsewhere (contract.ManagedElsewhere), only
 // what it says itself: the annotations, the gangs and the backend's own limits.
 func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, field.ErrorList) {
-	if !gang.Uses(js) {
+	if !podgroups.Uses(js) {
 		return nil, nil
 	}
-	s, gangs, read := gang.Read(js)
+	s, gangs, read := podgroups.Read(js)
 	b := w.Backends.For(s.Scheduler)
 	if b == nil {
 		return nil, read.Settings
@@ -161,10 +161,11 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 	if here && !installed {
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey), string(s.Scheduler), b.NotServed()))
 	}
-	if here && s.Composite && !w.Composites {
+	if here && s.Composite && w.CompositeKind.Empty() {
 		errs = append(errs, field.Invalid(contract.JobSetAnnotationPath(contract.CompositeAnnotationKey), contract.EnabledValue,
-			"this cluster's apiserver did not serve CompositePodGroup (scheduling.k8s.io/v1alpha3) when the podgroups controller started: a composite gang needs Kubernetes 1.37 with the alpha feature gate CompositePodGroup "+
-				"on kube-apiserver, kube-scheduler and kube-controller-manager and --runtime-config=scheduling.k8s.io/v1alpha3=true on kube-apiserver; turn them on and restart the controller, or leave the annotation out"))
+			"this cluster's apiserver did not serve CompositePodGroup when the podgroups controller started: a composite gang needs the feature gate CompositePodGroup "+
+				"on kube-apiserver, kube-scheduler and kube-controller-manager and, on kube-apiserver, --runtime-config=scheduling.k8s.io/v1beta1=true (Kubernetes 1.38) "+
+				"or scheduling.k8s.io/v1alpha3=true (1.37); turn them on and restart the controller, or leave the annotation out"))
 	}
 	if here {
 		errs = append(errs, backend.SchedulerNameErrors(b, js)...)
@@ -185,6 +186,7 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		var refused field.ErrorList
 		refused, warnings = w.DryRun.Check(ctx, w.dryRuns(js, b, s, gangs))
 		errs = append(errs, refused...)
+		errs = append(errs, w.takenBeyondDryRun(ctx, js, b, gangs)...)
 	}
 	if wb, ok := b.(backend.Warner); ok {
 		warnings = append(warnings, wb.Warnings(js, gangs)...)
@@ -200,9 +202,9 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 // claimErrors refuses each gang that is one Job of more than jobsets.MaxClaimSharers pods whose
 // claims go on its PodGroup (jobsets.ClaimsOnPodGroup), where the apiserver drops a PodGroup's
 // claims: each claim would be reserved per pod, and no claim serves more than 256 pods.
-func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []gang.Gang) field.ErrorList {
+func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang) field.ErrorList {
 	var errs field.ErrorList
-	var units []gang.Gang
+	var units []podgroups.Gang
 	for _, g := range gangs {
 		units = append(append(units, g), g.Children()...)
 	}
@@ -233,7 +235,7 @@ func (w *JobSetWebhook) claimErrors(ctx context.Context, js *jobsetv1alpha2.JobS
 
 // String is for logs.
 func (w *JobSetWebhook) String() string {
-	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q)", w.schedulerName(contract.SchedulerVolcano), w.schedulerName(contract.SchedulerCoscheduling))
+	return fmt.Sprintf("podgroups JobSet webhook (volcano=%q, coscheduling=%q, kai=%q)", w.schedulerName(contract.SchedulerVolcano), w.schedulerName(contract.SchedulerCoscheduling), w.schedulerName(contract.SchedulerKAI))
 }
 
 func (w *JobSetWebhook) schedulerName(s contract.Scheduler) string {
@@ -241,4 +243,28 @@ func (w *JobSetWebhook) schedulerName(s contract.Scheduler) string {
 		return b.SchedulerName()
 	}
 	return ""
+}
+
+// takenBeyondDryRun refuses, at the scheduler annotation, each gang object of a backend that
+// makes a Workload (whose PodGroups and CompositePodGroups the dry run does not make: they are
+// made from its templates) that exists in the cache and is another JobSet's
+// (backend.Identity): names are joined with "-", so JobSet a-stage-1's PodGroup and stage 1's
+// of JobSet a coincide.
+func (w *JobSetWebhook) takenBeyondDryRun(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, gangs []podgroups.Gang) field.ErrorList {
+	wb, ok := b.(backend.Workloads)
+	if !ok || w.Reader == nil || js.Name == "" {
+		return nil
+	}
+	path := contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey)
+	var errs field.ErrorList
+	for _, o := range backend.Objects(b, js, gangs, w.CompositeKind) {
+		if o.Kind == wb.WorkloadKind() {
+			continue
+		}
+		key := client.ObjectKey{Namespace: js.Namespace, Name: o.Name}
+		if holder := addon.ForeignHolder(ctx, w.Reader, key, backend.Meta(o.Kind), o.Identity); holder != "" {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, addon.Taken(o.What, holder)))
+		}
+	}
+	return errs
 }

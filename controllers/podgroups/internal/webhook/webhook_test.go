@@ -81,8 +81,9 @@ func TestDefault(t *testing.T) {
 				addontest.ReplicatedJob("b").SchedulerName("my-own"),
 			).Obj(),
 			want: func(js *jobsetv1alpha2.JobSet) {
-				for i := range 2 {
-					pod(js, i).Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train", queueKey, "research")
+				for i, task := range []string{"a", "b"} {
+					pod(js, i).Annotations = kv(contract.VolcanoGroupNameAnnotationKey, "train", contract.VolcanoTaskSpecAnnotationKey, task, queueKey, "research")
+					js.Spec.ReplicatedJobs[i].Template.Annotations = kv(contract.GangAnnotationKey, "train")
 				}
 				pod(js, 0).Spec.SchedulerName = "volcano-sched"
 			},
@@ -96,6 +97,8 @@ func TestDefault(t *testing.T) {
 			want: func(js *jobsetv1alpha2.JobSet) {
 				pod(js, 0).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-0")
 				pod(js, 1).Labels = kv(contract.CoschedulingPodGroupLabelKey, "train-stage-1")
+				js.Spec.ReplicatedJobs[0].Template.Annotations = kv(contract.GangAnnotationKey, "train-stage-0")
+				js.Spec.ReplicatedJobs[1].Template.Annotations = kv(contract.GangAnnotationKey, "train-stage-1")
 				pod(js, 0).Spec.SchedulerName = "scheduler-plugins-scheduler"
 				pod(js, 1).Spec.SchedulerName = "scheduler-plugins-scheduler"
 			},
@@ -109,6 +112,8 @@ func TestDefault(t *testing.T) {
 			want: func(js *jobsetv1alpha2.JobSet) {
 				pod(js, 0).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-0")}
 				pod(js, 1).Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train-stage-1")}
+				js.Spec.ReplicatedJobs[0].Template.Annotations = kv(contract.GangAnnotationKey, "train-stage-0")
+				js.Spec.ReplicatedJobs[1].Template.Annotations = kv(contract.GangAnnotationKey, "train-stage-1")
 			},
 		},
 		"update": {
@@ -287,11 +292,19 @@ func TestValidate(t *testing.T) {
 		},
 		"valid, priority classes differ in one gang": {
 			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano", queueKey, "research").ReplicatedJobs(
-				addontest.ReplicatedJob("a").SchedulerName("volcano-sched").PriorityClass("low"),
-				addontest.ReplicatedJob("b").PriorityClass("high"),
+				addontest.ReplicatedJob("a").SchedulerName("volcano-sched").PriorityClass("low").Requests("1", "1Gi"),
+				addontest.ReplicatedJob("b").PriorityClass("high").Requests("1", "1Gi"),
 			).Obj(),
 			installed: []contract.Scheduler{volcano},
 			warnings:  [][]string{{"train", `"low"`, `"high"`}},
+		},
+		"valid, volcano, launcher pods that request nothing": {
+			js: addontest.JobSet("ns", "mpi").Annotate(schedulerKey, "volcano").ReplicatedJobs(
+				addontest.ReplicatedJob("launcher"),
+				addontest.ReplicatedJob("worker").Replicas(4).Requests("1", "1Gi"),
+			).Obj(),
+			installed: []contract.Scheduler{volcano},
+			warnings:  [][]string{{"spec.replicatedJobs[launcher]", "request no CPU", "counts such a pod as placed before it is", "gang mpi"}},
 		},
 		"valid, sequenced, one class per gang": {
 			js: addontest.JobSet("ns", "train").Annotate(schedulerKey, "coscheduling", timeoutKey, "30", inOrderKey, "InOrder").ReplicatedJobs(
@@ -334,7 +347,7 @@ func TestValidate(t *testing.T) {
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
 		},
 		"not installed, otherwise valid": {
-			js:       addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a")).Obj(),
+			js:       addontest.JobSet("ns", "train").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("a").Requests("1", "1Gi")).Obj(),
 			wantErrs: []string{fe(field.ErrorTypeInvalid, schedulerPath)},
 		},
 		"unknown scheduler: nothing else is checked": {

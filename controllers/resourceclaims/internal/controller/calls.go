@@ -76,6 +76,7 @@ func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		// Ours, made for another Job (names are joined with "-": Job a-w-0's template 1-gpu
 		// and Job a-w-0-1's gpu give one name), which may be using it: left alone, and told.
 		claimsSkipped.WithLabelValues("name-taken").Inc()
+		r.waiting.For(client.ObjectKeyFromObject(js), found)
 		if r.told.Once(a.create.OwnerReferences[0].UID, ReasonNameTaken+"/"+found.Name) {
 			out.add(a.jobName, "foreign", found.Name+" (made for "+claims.Identity(a.create).Holder(found)+")", nil)
 		}

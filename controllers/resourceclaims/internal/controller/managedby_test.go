@@ -10,7 +10,6 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
@@ -32,7 +31,7 @@ func TestReconcileManagedElsewhere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			js := devJobSet(1).ManagedBy(*tc.managedBy).Obj()
-			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(js).Build()
+			c := cacheBuilder(testScheme(t)).WithObjects(js).Build()
 			gates := featuregate.NewFeatureGate()
 			if err := gates.Add(claims.Gates); err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
@@ -60,6 +61,7 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet, job *batchv1.Job, existing 
 			// Made for another Job of the JobSet (names are joined with "-"): neither adopted
 			// nor deleted.
 			foreign = append(foreign, c.Name+" (made for "+claims.Identity(claims.JobClaim(job, b)).Holder(c)+")")
+			r.waiting.For(client.ObjectKeyFromObject(js), c)
 		case metav1.IsControlledBy(c, js):
 			if finished && b.Template.WhenJobFinished == contract.RetentionPolicyDelete {
 				work = append(work, action{job: job, jobName: job.Name, delete: c, cause: "finished"})

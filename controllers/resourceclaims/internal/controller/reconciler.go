@@ -28,6 +28,20 @@ import (
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
+// JobSetNameIndex indexes Jobs and ResourceClaims by their JobSet's name (jobsets.NameIndex):
+// a reconcile lists its JobSet's, not the whole namespace's.
+const JobSetNameIndex = jobsets.NameIndex
+
+// IndexFields registers the field indexes the reconciler lists by.
+func IndexFields(ctx context.Context, mgr ctrl.Manager) error {
+	for _, o := range []client.Object{&batchv1.Job{}, &resourcev1.ResourceClaim{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
+			return fmt.Errorf("indexing %T: %w", o, err)
+		}
+	}
+	return nil
+}
+
 // Reconciler reconciles JobSets whose ReplicatedJobs carry the templates annotation.
 type Reconciler struct {
 	// Client reads JobSets, their Jobs and the add-on's claims from the cache, and writes.
@@ -53,6 +67,12 @@ type Reconciler struct {
 	// told (addon.Refusals), so that each is told once per process rather than on every
 	// reconcile.
 	told addon.Told
+	// waiting holds, per claim made for another Job under the name of one of a JobSet's Jobs'
+	// claims, the JobSets that wait for it to go; retry, the JobSets whose claim went, which
+	// their next reconcile nudges (addon.Retries), after its own calls: the Job's claims made
+	// ahead exist by the time JobSet creates the Job.
+	waiting addon.Waiting
+	retry   addon.Retries
 }
 
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
@@ -78,6 +98,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		}), jobSetChanged)).
 		WatchesRawSource(addon.Watches(mgr, &batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), jobHasTemplates, jobChanged)).
 		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(jobsets.JobSetOf), claimChanged)).
+		WatchesRawSource(addon.Watches(mgr, &resourcev1.ResourceClaim{}, r.waiting.Gone(r.retry.Add))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
 }
@@ -127,6 +148,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if js != nil {
 			r.told.Forget(js.UID) // the refusals told of it
 		}
+		if err == nil {
+			r.waiting.Forget(req.NamespacedName)
+			r.retry.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, err
 	}
 	r.checkJobSet(js)
@@ -141,23 +166,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.run(ctx, js, r.planAll(js, jobs, k)); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.retry.Retry(ctx, r.Client, js, contract.ResourceClaimsRetryAnnotationKey); err != nil {
+		reconcileErrors.WithLabelValues("retry").Inc()
+		return ctrl.Result{}, err
+	}
 	if k.waiting {
 		return ctrl.Result{RequeueAfter: addon.MadeTTL}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-// read lists the JobSet's Jobs and the claims resourceclaims made for it, from the cache.
+// read lists the JobSet's Jobs and the claims resourceclaims made for it, from the cache, by
+// JobSetNameIndex (IndexFields).
 func (r *Reconciler) read(ctx context.Context, js *jobsetv1alpha2.JobSet) ([]batchv1.Job, []resourcev1.ResourceClaim, error) {
 	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, client.InNamespace(js.Namespace), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+	if err := r.Client.List(ctx, jobs, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
 		return nil, nil, err
 	}
 	list := &resourcev1.ResourceClaimList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingLabels{
-		contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue, contract.JobSetNameLabelKey: js.Name,
-	}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name},
+		client.MatchingLabels{contract.ManagedByLabelKey: contract.ResourceClaimsManagedByValue}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
 		return nil, nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -40,6 +41,14 @@ func testScheme(t *testing.T) *runtime.Scheme {
 		}
 	}
 	return s
+}
+
+// cacheBuilder is a fake client of scheme that holds the reconciler's field indexes
+// (IndexFields), as the manager's cache does.
+func cacheBuilder(scheme *runtime.Scheme) *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&batchv1.Job{}, JobSetNameIndex, jobsets.IndexByName).
+		WithIndex(&resourcev1.ResourceClaim{}, JobSetNameIndex, jobsets.IndexByName)
 }
 
 // devJobSet is JobSet ns/js (UID js-uid) of ReplicatedJob w, replicas Jobs each with the
@@ -123,7 +132,7 @@ func snapshot(t *testing.T, scheme *runtime.Scheme, server client.Client, ns str
 	for i := range claimList.Items {
 		objs = append(objs, &claimList.Items[i])
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	return cacheBuilder(scheme).WithObjects(objs...).Build()
 }
 
 // TestStaleCacheWritesOnce: reconciles that run before the cache shows the claim adopted, then
@@ -135,7 +144,7 @@ func TestStaleCacheWritesOnce(t *testing.T) {
 	scheme := testScheme(t)
 	const ns = "ns"
 	js := devJobSet(1).Obj()
-	server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
+	server := cacheBuilder(scheme).WithObjects(js).Build()
 	gates := featuregate.NewFeatureGate()
 	if err := gates.Add(claims.Gates); err != nil {
 		t.Fatal(err)
@@ -238,9 +247,9 @@ func TestClaimOfAnotherJobLeftAlone(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, tc.existing).Build()
+			server := cacheBuilder(scheme).WithObjects(js, tc.existing).Build()
 			// The cache does not show the claim: the create collides.
-			c := &staleCache{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build(), server: server, writes: map[string]int{}}
+			c := &staleCache{Client: cacheBuilder(scheme).WithObjects(js).Build(), server: server, writes: map[string]int{}}
 			rec := events.NewFakeRecorder(100)
 			r := &Reconciler{Client: c, APIReader: server, Adopter: c, Recorder: rec, Gates: gates, Workers: 1, changed: addon.NewChanged()}
 			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}})

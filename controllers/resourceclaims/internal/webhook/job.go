@@ -7,7 +7,6 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // JobWebhook adds to a JobSet Job's pod template, on CREATE, the claims its templates give it
@@ -59,7 +57,7 @@ func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	if errs := w.taken(ctx, job, bindings); len(errs) > 0 {
 		logf.FromContext(ctx).V(2).Info("Denied a Job whose resource claim is another Job's", "job", klog.KRef(req.Namespace, job.Name), "err", errs.ToAggregate())
-		return admission.Denied(fmt.Sprintf("resourceclaims: Job %s is not created while another Job holds a claim of its name, so that its pods never use that Job's devices (JobSet retries it): %v", job.Name, errs.ToAggregate()))
+		return addon.DenyTakenJob("resourceclaims", job, "that Job's devices", errs)
 	}
 	var warnings []string
 	for _, b := range bindings {
@@ -98,17 +96,10 @@ func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, bindings []cla
 		if b.Shadowed {
 			continue
 		}
-		found := &resourcev1.ResourceClaim{}
-		if err := w.Claims.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: b.ClaimName}, found); err != nil {
+		key := client.ObjectKey{Namespace: job.Namespace, Name: b.ClaimName}
+		holder := addon.ForeignHolder(ctx, w.Claims, key, &resourcev1.ResourceClaim{}, claims.Identity(claims.JobClaim(job, b)))
+		if holder == "" {
 			continue
-		}
-		id := claims.Identity(claims.JobClaim(job, b))
-		if id.Of(found) != contract.Foreign {
-			continue
-		}
-		holder := id.Holder(found)
-		if ref := metav1.GetControllerOfNoCopy(found); ref != nil {
-			holder += ", held by " + ref.Kind + " " + ref.Name
 		}
 		errs = append(errs, field.Forbidden(claims.JobAnnotationPath.Index(i).Child("metadata", "name"), addon.Taken("the ResourceClaim "+b.ClaimName, holder)))
 	}

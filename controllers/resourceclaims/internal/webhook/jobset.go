@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	checks "github.com/jobset-addons/jobset-addons/pkg/addon/checks/resourceclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/resourceclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -37,7 +36,7 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 	}
 	errs, samples := validateJobSet(js)
 	refused, warnings := w.DryRun.Check(ctx, samples)
-	warnings = append(warnings, checks.Warnings(js)...)
+	warnings = append(warnings, resourceclaims.Warnings(js)...)
 	return warnings, jobsets.Invalid(js, append(errs, refused...))
 }
 
@@ -45,20 +44,8 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 // refuses a change of parallelism or completions (JobSet's ElasticJobSet) that makes a Job run
 // more pods at once than its shared claims serve.
 func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	var errs field.ErrorList
-	for i, rj := range newJS.Spec.ReplicatedJobs {
-		j := slices.IndexFunc(oldJS.Spec.ReplicatedJobs, func(o jobsetv1alpha2.ReplicatedJob) bool { return o.Name == rj.Name })
-		var old map[string]string
-		if j >= 0 {
-			old = oldJS.Spec.ReplicatedJobs[j].Template.Annotations
-		}
-		oldValue, oldOK := old[contract.TemplatesAnnotationKey]
-		newValue, newOK := rj.Template.Annotations[contract.TemplatesAnnotationKey]
-		if oldOK != newOK || oldValue != newValue {
-			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.TemplatesAnnotationKey), "is immutable"))
-		}
-	}
-	errs = append(errs, checks.ScaledPastSharers(oldJS, newJS)...)
+	errs := jobsets.ImmutableReplicatedJobAnnotations(oldJS, newJS, contract.TemplatesAnnotationKey)
+	errs = append(errs, resourceclaims.ScaledPastSharers(oldJS, newJS)...)
 	return nil, jobsets.Invalid(newJS, errs)
 }
 
@@ -77,11 +64,11 @@ func gateOff(js *jobsetv1alpha2.JobSet) admission.Warnings {
 }
 
 // validateJobSet checks every ReplicatedJob's templates against its pod template, without API
-// calls (checks.ValidateCreate), and returns the claims still to be checked by the API server:
+// calls (resourceclaims.ValidateCreate), and returns the claims still to be checked by the API server:
 // for each template whose name is valid, the claim it gives the ReplicatedJob's first Job, as
 // the reconciler makes it, under the template's path.
 func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun) {
-	errs, named := checks.ValidateCreate(js)
+	errs, named := resourceclaims.ValidateCreate(js)
 	samples := make([]addon.DryRun, 0, len(named))
 	for _, n := range named {
 		samples = append(samples, sample(js, &js.Spec.ReplicatedJobs[n.ReplicatedJob], n.Template, n.Path))
@@ -90,7 +77,7 @@ func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun)
 }
 
 // sample is the claim the template t at path gives the first Job of rj, as the reconciler makes
-// it ahead of the Job (owned by the JobSet, when the JobSet has its UID yet), for a dry run. Its
+// it ahead of the Job (owned by the JobSet, when the JobSet already has its UID), for a dry run. Its
 // Key is what its acceptance depends on: the namespace and the template's metadata and spec.
 func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contract.ResourceClaimTemplate, path *field.Path) addon.DryRun {
 	job := claims.JobName(js.Name, rj.Name, 0)

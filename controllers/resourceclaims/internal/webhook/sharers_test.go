@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	checks "github.com/jobset-addons/jobset-addons/pkg/addon/checks/resourceclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/resourceclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -51,7 +51,7 @@ func TestValidateUpdateScaleUp(t *testing.T) {
 			spec = &scaled.Spec.ReplicatedJobs[idx].Template.Spec
 			spec.Parallelism, spec.Completions = ptr.To(tc.to), ptr.To(tc.to)
 
-			errs := checks.ScaledPastSharers(old, scaled)
+			errs := resourceclaims.ScaledPastSharers(old, scaled)
 			var want []string
 			if tc.wantRefused {
 				want = []string{path + ": Forbidden"}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -47,7 +47,7 @@ func TestReconcileManagedElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, annotated := gotJS.Annotations[contract.ReleasedAnnotationKey]
-			if released := !sequence.HasGate(got.Spec.SchedulingGates); released != tc.wantReleased || annotated != tc.wantReleased || (len(rec.Events) > 0) != tc.wantReleased {
+			if released := !sequencer.HasGate(got.Spec.SchedulingGates); released != tc.wantReleased || annotated != tc.wantReleased || (len(rec.Events) > 0) != tc.wantReleased {
 				t.Errorf("pod released %v, released annotation %v, %d events; want released %v", released, annotated, len(rec.Events), tc.wantReleased)
 			}
 		})

@@ -1,6 +1,7 @@
-// Package controller is the sequencer reconciler: it removes the scheduling gate from the pods
-// of a JobSet's waiting ReplicatedJobs once their predecessors are Complete or Ready in the
-// current restart attempt, and records each release on the JobSet.
+// Package controller is the sequencer's gate-release reconciler: it removes the scheduling gate
+// from the pods of a JobSet's waiting ReplicatedJobs once their predecessors are Complete or
+// Ready in the current restart attempt, and records each release on the JobSet. The start
+// barrier has a reconciler of its own (package barrier).
 package controller
 
 import (
@@ -24,7 +25,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -70,7 +71,7 @@ func IndexFields(ctx context.Context, mgr ctrl.Manager) error {
 	return nil
 }
 
-// ByJobSet is the JobSetNameIndex of a Job or Pod.
+// ByJobSet is the value JobSetNameIndex indexes a Job or Pod by.
 var ByJobSet = jobsets.IndexByName
 
 // SetupWithManager registers the reconciler for JobSets that use the sequencer, for their Jobs
@@ -82,11 +83,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	}
 	uses := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && sequence.Sequences(js)
+		return ok && sequencer.Sequences(js)
 	})
 	gatedPod := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
-		return ok && sequence.HasGate(p.Spec.SchedulingGates) && p.DeletionTimestamp == nil
+		return ok && sequencer.HasGate(p.Spec.SchedulingGates) && p.DeletionTimestamp == nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sequencer").
@@ -111,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !ok || !sequence.Sequences(js) {
+	if !ok || !sequencer.Sequences(js) {
 		r.forget(req.NamespacedName, js)
 		return ctrl.Result{}, nil
 	}
@@ -154,15 +155,15 @@ func (r *Reconciler) forget(key types.NamespacedName, js *jobsetv1alpha2.JobSet)
 // readStages reads the JobSet's stages, and whether there is anything to act on: they parse
 // (else a Warning, once), some stage is gated, and the webhook gated the pods (else a Warning).
 func (r *Reconciler) readStages(js *jobsetv1alpha2.JobSet) ([]contract.Stage, bool) {
-	stages, errs := sequence.Stages(js)
+	stages, errs := sequencer.Stages(js)
 	if len(errs) > 0 {
 		r.warn(js, ReasonInvalid, "invalid", "Nothing is released: %v", errs.ToAggregate())
 		return nil, false
 	}
-	if len(sequence.GatedStages(stages)) == 0 {
+	if len(sequencer.GatedStages(stages)) == 0 {
 		return nil, false
 	}
-	if !sequence.Admitted(js, stages) {
+	if !sequencer.Admitted(js, stages) {
 		r.warn(js, ReasonNotAdmitted, "not-admitted",
 			"The JobSet was created while the sequencer webhook was not running: its pods carry no scheduling gate and are not held back; re-create the JobSet")
 		return nil, false

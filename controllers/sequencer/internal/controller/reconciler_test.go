@@ -23,7 +23,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -216,8 +216,8 @@ func TestReconcile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			js := tc.js
 			if !strings.Contains(name, "without the webhook") {
-				stages, _ := sequence.Stages(js)
-				sequence.Inject(js, stages)
+				stages, _ := sequencer.Stages(js)
+				sequencer.Inject(js, stages)
 			}
 			objs := []client.Object{js}
 			for _, j := range tc.jobs(js) {
@@ -240,7 +240,7 @@ func TestReconcile(t *testing.T) {
 			}
 			var ungated []string
 			for _, p := range pods.Items {
-				if !sequence.HasGate(p.Spec.SchedulingGates) {
+				if !sequencer.HasGate(p.Spec.SchedulingGates) {
 					ungated = append(ungated, p.Name)
 					if len(p.Spec.SchedulingGates) != 1 {
 						t.Errorf("pod %s: gates %v, want the other gate kept", p.Name, p.Spec.SchedulingGates)
@@ -287,8 +287,8 @@ func initThenNode() (*jobsetv1alpha2.JobSet, *corev1.Pod) {
 		addontest.ReplicatedJob("init"),
 		addontest.ReplicatedJob("node"),
 	).Obj()
-	stages, _ := sequence.Stages(js)
-	sequence.Inject(js, stages)
+	stages, _ := sequencer.Stages(js)
+	sequencer.Inject(js, stages)
 	return js, gatedPod(js, "node", 0, 0)
 }
 

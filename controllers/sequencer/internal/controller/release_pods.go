@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/jobset-addons/jobset-addons/controllers/sequencer/internal/jobsetpods"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -41,19 +42,19 @@ func (r *Reconciler) releasePods(ctx context.Context, js *jobsetv1alpha2.JobSet,
 		p := &pods.Items[i]
 		rj, a, member := of.PodOf(p)
 		if member && released.Has(rj) && a == attempt && p.DeletionTimestamp == nil &&
-			sequence.HasGate(p.Spec.SchedulingGates) && !r.releasedTracker().Pending(p) {
+			sequencer.HasGate(p.Spec.SchedulingGates) && !r.releasedTracker().Pending(p) {
 			todo = append(todo, p)
 		}
 	}
 	if len(todo) == 0 {
 		return nil
 	}
-	err := patchPods(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), reconcileErrors.WithLabelValues("patch-pod"), podsReleased)
+	err := jobsetpods.Patch(ctx, r.Client, r.Workers, todo, gateRemoval, r.releasedTracker(), reconcileErrors.WithLabelValues("patch-pod"), podsReleased)
 	ctrl.LoggerFrom(ctx).V(2).Info("Released pods", "count", len(todo))
 	return err
 }
 
 // releasedTracker is r.released, made on first use.
 func (r *Reconciler) releasedTracker() *addon.Changed {
-	return madeOnFirstUse(&r.mu, &r.released, r.Clock)
+	return jobsetpods.Tracker(&r.mu, &r.released, r.Clock)
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -47,10 +47,10 @@ func tally(jobs []batchv1.Job, attempt int32) progress {
 	return p
 }
 
-// holds tells whether the predecessor reached the status: Complete when all of its replicas
-// Jobs succeeded, Ready when its ready and succeeded Jobs equal its replicas.
+// holds tells whether the predecessor reached the status: Complete when as many of its Jobs as
+// it has replicas are Complete, Ready when as many are ready or Complete.
 func (p progress) holds(js *jobsetv1alpha2.JobSet, d contract.Dependency) bool {
-	rj := sequence.ReplicatedJob(js, d.Name)
+	rj := sequencer.ReplicatedJob(js, d.Name)
 	if rj == nil {
 		return false
 	}
@@ -80,7 +80,7 @@ func decide(js *jobsetv1alpha2.JobSet, stages []contract.Stage, prev contract.Re
 	if prev.RestartAttempt == attempt {
 		d.released = d.released.With(prev.ReplicatedJobs...)
 	}
-	for _, s := range sequence.GatedStages(stages) {
+	for _, s := range sequencer.GatedStages(stages) {
 		if d.released.StageReleased(s) {
 			continue
 		}

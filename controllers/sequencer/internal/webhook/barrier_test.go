@@ -10,7 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -22,7 +22,7 @@ const (
 )
 
 // testBarrier is the barrier container's settings in these tests.
-var testBarrier = sequence.BarrierSettings{Image: "example.com/barrier:v1", Resources: sequence.DefaultBarrierResources()}
+var testBarrier = sequencer.BarrierSettings{Image: "example.com/barrier:v1", Resources: sequencer.DefaultBarrierResources()}
 
 // admitted is js as the webhooks see it: defaulted, then validated.
 func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) field.ErrorList {
@@ -30,7 +30,7 @@ func admitted(t *testing.T, js *jobsetv1alpha2.JobSet) field.ErrorList {
 	if err := (&JobSetWebhook{Barrier: testBarrier}).Default(context.Background(), js); err != nil {
 		t.Fatal(err)
 	}
-	return sequence.ValidateCreate(js)
+	return sequencer.ValidateCreate(js)
 }
 
 func TestBarrierAdmission(t *testing.T) {

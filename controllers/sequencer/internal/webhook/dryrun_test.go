@@ -18,7 +18,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,9 +34,9 @@ func TestBarrierDryRuns(t *testing.T) {
 		t.Fatal(errs)
 	}
 	var got []string
-	for _, d := range sequence.BarrierDryRuns(js) {
+	for _, d := range sequencer.BarrierDryRuns(js) {
 		pod := d.Object.(*corev1.Pod)
-		if pod.Namespace != "team-a" || pod.GenerateName != sequence.DryRunPodPrefix || pod.Name != "" {
+		if pod.Namespace != "team-a" || pod.GenerateName != sequencer.DryRunPodPrefix || pod.Name != "" {
 			t.Errorf("pod %s/%s (generateName %q)", pod.Namespace, pod.Name, pod.GenerateName)
 		}
 		if !hasContainer(pod.Spec.InitContainers, contract.StartBarrierContainerName) {
@@ -53,7 +53,7 @@ func TestBarrierDryRuns(t *testing.T) {
 		t.Errorf("dry runs (-want +got):\n%s", diff)
 	}
 	js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
-	if d := sequence.BarrierDryRuns(js); len(d) != 0 {
+	if d := sequencer.BarrierDryRuns(js); len(d) != 0 {
 		t.Errorf("%d dry runs of a JobSet managed elsewhere", len(d))
 	}
 }
@@ -71,7 +71,7 @@ func TestBarrierDryRunStandInVolumes(t *testing.T) {
 	if errs := admitted(t, js); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	runs := sequence.BarrierDryRuns(js)
+	runs := sequencer.BarrierDryRuns(js)
 	if len(runs) != 1 {
 		t.Fatalf("%d dry runs, want 1", len(runs))
 	}

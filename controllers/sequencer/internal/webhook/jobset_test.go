@@ -10,7 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -143,7 +143,7 @@ func TestValidateCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.wantErrs, errsOf(sequence.ValidateCreate(tc.js))); diff != "" {
+			if diff := cmp.Diff(tc.wantErrs, errsOf(sequencer.ValidateCreate(tc.js))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 			_, err := (&JobSetWebhook{}).ValidateCreate(context.Background(), tc.js)

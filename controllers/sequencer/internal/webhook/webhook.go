@@ -1,7 +1,8 @@
 // Package webhook holds the sequencer's JobSet admission webhooks: on CREATE a mutating webhook
 // that gates the pod templates of every ReplicatedJob that waits, and a validating webhook that
 // refuses bad sequencing with field paths; on UPDATE the same validating webhook keeps the
-// sequencer annotations immutable. What they read and inject comes from package sequence.
+// sequencer annotations immutable. What they read and inject comes from package sequencer
+// (pkg/addon/checks/sequencer).
 package webhook
 
 import (
@@ -14,7 +15,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	sequence "github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/sequencer"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -23,7 +24,7 @@ import (
 // addon.ValidateJobSetPath). The manager's scheme must know the JobSet types. The dry runs of
 // barrier pods go through a client of their own, with a rate limit of their own (qps, burst),
 // so that admission never waits behind the reconciler's API calls.
-func Register(mgr ctrl.Manager, barrier sequence.BarrierSettings, qps float32, burst int) error {
+func Register(mgr ctrl.Manager, barrier sequencer.BarrierSettings, qps float32, burst int) error {
 	c, err := addon.NewDryRunClient(mgr, qps, burst)
 	if err != nil {
 		return err
@@ -36,9 +37,9 @@ func Register(mgr ctrl.Manager, barrier sequence.BarrierSettings, qps float32, b
 // calls are the dry runs of DryRun, for JobSets with a start barrier.
 type JobSetWebhook struct {
 	// Barrier is the start barrier's init container: its image and resources.
-	Barrier sequence.BarrierSettings
+	Barrier sequencer.BarrierSettings
 	// DryRun, when set, has the API server judge a pod of each pod template that gets the
-	// start barrier's init container (sequence.BarrierDryRuns).
+	// start barrier's init container (sequencer.BarrierDryRuns).
 	DryRun *addon.DryRunner
 }
 
@@ -54,25 +55,25 @@ func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) 
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
 		return nil
 	}
-	sequence.Default(js, w.Barrier)
+	sequencer.Default(js, w.Barrier)
 	return nil
 }
 
 // ValidateCreate refuses a JobSet whose sequencing is not valid, every problem a field error
-// in one response (sequence.Parsed.Validate), and a JobSet with a start barrier whose pods the
-// API server refuses for good (sequence.BarrierDryRuns); it warns of barrier pods refused for a
-// reason that may change (quota, LimitRange, Pod Security), and with sequence.Parsed.Warnings
+// in one response (sequencer.Parsed.Validate), and a JobSet with a start barrier whose pods the
+// API server refuses for good (sequencer.BarrierDryRuns); it warns of barrier pods refused for a
+// reason that may change (quota, LimitRange, Pod Security), and with sequencer.Parsed.Warnings
 // (Kueue's waitForPodsReady, a JobSet barrier on a staged JobSet). The annotations are parsed
 // once for all of these.
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	p := sequence.ParseJobSet(js)
+	p := sequencer.ParseJobSet(js)
 	if errs := p.Validate(js); len(errs) > 0 {
 		return nil, jobsets.Invalid(js, errs)
 	}
 	if !p.Uses {
 		return nil, nil
 	}
-	refused, warnings := w.DryRun.Check(ctx, sequence.BarrierDryRuns(js))
+	refused, warnings := w.DryRun.Check(ctx, sequencer.BarrierDryRuns(js))
 	if len(refused) > 0 {
 		return warnings, jobsets.Invalid(js, refused)
 	}
@@ -93,26 +94,8 @@ func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) 
 // start-barrier and start-barrier-timeout annotations, and to a pod template's barrier-state
 // (podTemplateRecordsChanged).
 func ValidateUpdate(oldJS, newJS *jobsetv1alpha2.JobSet) field.ErrorList {
-	var errs field.ErrorList
-	for _, key := range []string{contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey, contract.StartBarrierAnnotationKey, contract.StartBarrierTimeoutAnnotationKey} {
-		if changed(oldJS.Annotations, newJS.Annotations, key) {
-			errs = append(errs, field.Forbidden(contract.JobSetAnnotationPath(key), "is immutable"))
-		}
-	}
-	for i, rj := range newJS.Spec.ReplicatedJobs {
-		var old map[string]string
-		if o := sequence.ReplicatedJob(oldJS, rj.Name); o != nil {
-			old = o.Template.Annotations
-		}
-		if changed(old, rj.Template.Annotations, contract.DependsOnAnnotationKey) {
-			errs = append(errs, field.Forbidden(contract.ReplicatedJobAnnotationPath(i, contract.DependsOnAnnotationKey), "is immutable"))
-		}
-	}
+	errs := jobsets.ImmutableAnnotations(oldJS, newJS, contract.ExecutionPolicyAnnotationKey, contract.WaitForAnnotationKey,
+		contract.StartBarrierAnnotationKey, contract.StartBarrierTimeoutAnnotationKey)
+	errs = append(errs, jobsets.ImmutableReplicatedJobAnnotations(oldJS, newJS, contract.DependsOnAnnotationKey)...)
 	return append(errs, podTemplateRecordsChanged(oldJS, newJS)...)
-}
-
-func changed(oldA, newA map[string]string, key string) bool {
-	oldValue, oldOK := oldA[key]
-	newValue, newOK := newA[key]
-	return oldOK != newOK || oldValue != newValue
 }

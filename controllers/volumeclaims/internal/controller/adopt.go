@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -18,17 +18,17 @@ import (
 // (contract.VolumeClaimExpiry); and the expiry of js's policy, which from now on is the one
 // that counts. Nothing is written, or copied, when all of that is there already: cached is
 // the cache's object, which adopt never changes.
-func (r *Reconciler) adopt(ctx context.Context, js *jobsetv1alpha2.JobSet, c policy.Claim, cached *corev1.PersistentVolumeClaim) (fromEarlier bool, err error) {
+func (r *Reconciler) adopt(ctx context.Context, js *jobsetv1alpha2.JobSet, c volumeclaims.Claim, cached *corev1.PersistentVolumeClaim) (fromEarlier bool, err error) {
 	fromEarlier = cached.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID)
 	owner := c.Retention.WhenDeleted == contract.RetentionPolicyDelete && !ownedBy(cached, js)
-	expiry, expires := policy.ExpiryAnnotation(c.Retention)
+	expiry, expires := volumeclaims.ExpiryAnnotation(c.Retention)
 	if v, ok := cached.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey]; !fromEarlier && !owner && ok == expires && v == expiry {
 		return false, nil // cached is the cache's own: read, never written
 	}
 	before := cached.DeepCopy()
 	pvc := before.DeepCopy()
 	if owner {
-		pvc.OwnerReferences = append(pvc.OwnerReferences, policy.OwnerReference(js))
+		pvc.OwnerReferences = append(pvc.OwnerReferences, volumeclaims.OwnerReference(js))
 	}
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}

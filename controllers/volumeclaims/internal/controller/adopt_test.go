@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -22,7 +22,7 @@ import (
 // that has all of it.
 func TestAdoptLeavesTheCachedObject(t *testing.T) {
 	js := jobSet(true).Obj()
-	c := policy.Claim{Name: "data-train", Retention: contract.VolumeRetentionPolicy{WhenDeleted: contract.RetentionPolicyDelete}}
+	c := volumeclaims.Claim{Name: "data-train", Retention: contract.VolumeRetentionPolicy{WhenDeleted: contract.RetentionPolicyDelete}}
 	earlier := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-train",
 		Annotations: map[string]string{contract.VolumeClaimJobSetUIDAnnotationKey: "uid-0"}}}
 	scheme := runtime.NewScheme()

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -66,7 +67,7 @@ func claimsOfPod(o client.Object) []string {
 }
 
 // ownClockRecheck is how often a retained PVC with an expiry is looked at again where
-// Kubernetes sets no Unused condition (the add-on then watches no pod: it looks), and how soon
+// Kubernetes sets no Unused condition (the add-on then watches no pods, it looks), and how soon
 // an expired PVC that a pod turned out to use is looked at again.
 const ownClockRecheck = time.Minute
 
@@ -193,7 +194,7 @@ func (e *Expiry) jobSet(ctx context.Context, pvc *corev1.PersistentVolumeClaim) 
 	switch {
 	case !js.DeletionTimestamp.IsZero():
 		return nil, false, nil
-	case !policy.Uses(js):
+	case !volumeclaims.Uses(js):
 		return nil, true, nil
 	}
 	return js, !finished(js), nil
@@ -272,4 +273,51 @@ func mountsClaim(p *corev1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// expire deletes a PVC whose expiry passed, unless a pod uses it after all (the Unused
+// condition may lag), and tells so on the PVC and on its JobSet, if there is one. The delete is
+// conditional on the PVC being the one looked at, unchanged: a JobSet that took it in between
+// (and restarted its clock) keeps it.
+func (e *Expiry) expire(ctx context.Context, pvc *corev1.PersistentVolumeClaim, js *jobsetv1alpha2.JobSet, since time.Time) (ctrl.Result, error) {
+	users, holders, err := podsOf(ctx, e.Reader, pvc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(users) > 0 {
+		ctrl.LoggerFrom(ctx).V(2).Info("Expired PVC in use, kept", "pvc", pvc.Name, "pods", users)
+		return ctrl.Result{RequeueAfter: ownClockRecheck}, nil
+	}
+	uid, rv := pvc.UID, pvc.ResourceVersion
+	err = e.Client.Delete(ctx, pvc, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, nil
+	case apierrors.IsConflict(err):
+		return ctrl.Result{Requeue: true}, nil
+	case err != nil:
+		reconcileErrors.WithLabelValues("delete").Inc()
+		addon.CountObject(KindPVC, addon.ActionFailed, 1)
+		return ctrl.Result{}, fmt.Errorf("deleting expired %s: %w", pvc.Name, err)
+	}
+	claimsExpired.Inc()
+	addon.CountObject(KindPVC, addon.ActionDeleted, 1)
+	note := expiredNote(pvc, since, e.now(), holders)
+	ctrl.LoggerFrom(ctx).Info("Deleted an expired PVC", "pvc", pvc.Name, "unusedSince", since)
+	e.Recorder.Eventf(pvc, nil, corev1.EventTypeNormal, ReasonExpired, actionDelete, "%s", addon.CutNote(note))
+	if js != nil {
+		addon.Tell(e.Recorder, js, claimRef(js, pvc.Name), corev1.EventTypeNormal, ReasonExpired, actionDelete, "PersistentVolumeClaim %s: %s", pvc.Name, note)
+	}
+	return ctrl.Result{}, nil
+}
+
+// expiredNote says why an expired PVC was deleted, and what still holds it.
+func expiredNote(pvc *corev1.PersistentVolumeClaim, since, now time.Time, holders []string) string {
+	note := fmt.Sprintf("Deleted: no pod used it for %s (since %s), and retentionPolicy.expireAfterUnused is %s; its data is gone",
+		now.Sub(since).Round(time.Second), since.UTC().Format(time.RFC3339), pvc.Annotations[contract.VolumeClaimExpireAfterUnusedAnnotationKey])
+	if len(holders) > 0 {
+		note += fmt.Sprintf("; it stays Terminating, its storage held, while the %s that ran with it exist (%s)",
+			plural(len(holders), "finished pod"), names(holders))
+	}
+	return strings.TrimSpace(note)
 }

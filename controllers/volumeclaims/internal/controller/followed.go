@@ -59,11 +59,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 		r.drop(p)
 	}
 	delete(r.claims, key)
-	for pvc, waiting := range r.waiting {
-		if waiting.Delete(key); waiting.Len() == 0 {
-			delete(r.waiting, pvc)
-		}
-	}
+	r.waiting.Forget(key)
 }
 
 // drop forgets what was followed and told of a JobSet that is gone. r.mu is held.

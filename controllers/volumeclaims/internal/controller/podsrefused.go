@@ -10,7 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -19,7 +19,7 @@ import (
 // js mount in that Job's pods (a shared PVC, or a per-pod PVC of the Job). It names the PVC and
 // its template.
 func PodsRefused(js *jobsetv1alpha2.JobSet, job *batchv1.Job, message string) (what string, ok bool) {
-	policies, ok, errs := policy.Parse(js)
+	policies, ok, errs := volumeclaims.Parse(js)
 	if !ok || len(errs) > 0 {
 		return "", false
 	}

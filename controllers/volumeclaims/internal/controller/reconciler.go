@@ -23,7 +23,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -52,7 +52,7 @@ type Reconciler struct {
 	claims map[types.NamespacedName]*jobSetClaims
 	// waiting holds, per PVC that is another JobSet's (nameTaken), the JobSets of whose names
 	// it is, which wait for it to go.
-	waiting map[types.NamespacedName]sets.Set[types.NamespacedName]
+	waiting addon.Waiting
 }
 
 // SetupWithManager registers the reconciler for JobSets with policies, and for changes of the
@@ -73,7 +73,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("volumeclaims").
 		WatchesRawSource(addon.For(mgr, &jobsetv1alpha2.JobSet{}, hasPolicies(), jobSetChanged)).
 		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(jobSetOfClaim), claimChanged())).
-		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, r.gone())).
+		WatchesRawSource(addon.Watches(mgr, &corev1.PersistentVolumeClaim{}, r.waiting.Gone(nil))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(addon.Busy(r))
 }
@@ -82,7 +82,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 func hasPolicies() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		js, ok := o.(*jobsetv1alpha2.JobSet)
-		return ok && policy.Uses(js)
+		return ok && volumeclaims.Uses(js)
 	})
 }
 
@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	policies, ok, errs := policy.Parse(js)
+	policies, ok, errs := volumeclaims.Parse(js)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			"The JobSet was created while the volumeclaims webhook was not running: its pods do not mount the claims, so none are created or deleted; re-create the JobSet")
 		return ctrl.Result{}, nil
 	}
-	claims, errs := policy.Claims(js, policies)
+	claims, errs := volumeclaims.Claims(js, policies)
 	if len(errs) > 0 {
 		reconcileErrors.WithLabelValues("invalid").Inc()
 		addon.Tell(r.Recorder, js, nil, corev1.EventTypeWarning, ReasonInvalid, actionSkip, "Ignoring the volume claim policies: %v", errs.ToAggregate())
@@ -157,9 +157,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // ensure creates the claims that do not exist, and adopts (adopt) the add-on's PVCs that an
-// earlier JobSet of the same name left. made are the PVCs
-// created that the cache did not show when the reconcile began.
-func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
+// earlier JobSet of the same name left. made are the PVCs created that the cache did not show
+// when the reconcile began.
+func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
 	key := client.ObjectKeyFromObject(js)
 	users := r.usersOf(key, js.UID)
 	var created, reused, failed, taken result
@@ -218,7 +218,7 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 // (the create collided), read from the API server into pvc: made by an earlier reconcile
 // (the cache is behind), a user's (mounted as it is, never changed or deleted: reused), or
 // another JobSet's (taken: told, never mounted).
-func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim, reused, taken *result) {
+func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, c volumeclaims.Claim, pvc *corev1.PersistentVolumeClaim, reused, taken *result) {
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
 		return // gone meanwhile, or unreadable: the next reconcile looks again
 	}
@@ -242,12 +242,12 @@ func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, c po
 
 // nameTaken records that the PVC of c's name is another JobSet's (or another part of this
 // one's): an error that names it and whose it is, which has the reconcile retried, so that
-// this JobSet's PVC is made once that one is gone; its deletion (waitFor) reconciles this
+// this JobSet's PVC is made once that one is gone; its deletion (addon.Waiting) reconciles this
 // JobSet at once. Until then the pods that mount it are refused (the Pod webhook asks the
 // same question) and wait.
-func (r *Reconciler) nameTaken(js *jobsetv1alpha2.JobSet, c policy.Claim, pvc *corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) nameTaken(js *jobsetv1alpha2.JobSet, c volumeclaims.Claim, pvc *corev1.PersistentVolumeClaim) error {
 	reconcileErrors.WithLabelValues("name-taken").Inc()
-	r.waitFor(js, pvc)
+	r.waiting.For(client.ObjectKeyFromObject(js), pvc)
 	return fmt.Errorf("PersistentVolumeClaim %s (template %s) was made for %s", c.Name, c.Template.Name, c.Identity(js).Holder(pvc))
 }
 
@@ -283,7 +283,7 @@ func (r *Reconciler) tellEnsured(ctx context.Context, js *jobsetv1alpha2.JobSet,
 }
 
 // remove deletes the add-on's PVCs that retention no longer keeps.
-func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) remove(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim) error {
 	var deleted, failed result
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]

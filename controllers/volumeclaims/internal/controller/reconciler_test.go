@@ -19,7 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -98,8 +98,8 @@ func TestReconcile(t *testing.T) {
 			objs: func() []client.Object {
 				js := jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj()
 				objs := []client.Object{js}
-				ps, _, _ := policy.Parse(js)
-				claims, _ := policy.Claims(js, ps)
+				ps, _, _ := volumeclaims.Parse(js)
+				claims, _ := volumeclaims.Claims(js, ps)
 				for _, c := range claims {
 					objs = append(objs, c.PVC(js))
 				}
@@ -153,11 +153,11 @@ func TestReconcile(t *testing.T) {
 // TestAction is the retention table.
 func TestAction(t *testing.T) {
 	del, keepR := contract.RetentionPolicyDelete, contract.RetentionPolicyRetain
-	shared := policy.Claim{Name: "s", Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: keepR, WhenDeleted: del}}
-	perPod := policy.Claim{Name: "p", ReplicatedJob: "w", Targets: []string{"w", "v"}, Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: del}}
+	shared := volumeclaims.Claim{Name: "s", Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: keepR, WhenDeleted: del}}
+	perPod := volumeclaims.Claim{Name: "p", ReplicatedJob: "w", Targets: []string{"w", "v"}, Retention: contract.VolumeRetentionPolicy{WhenComplete: del, WhenFailed: del}}
 	cases := map[string]struct {
 		st   state
-		c    policy.Claim
+		c    volumeclaims.Claim
 		want action
 	}{
 		"running: shared kept":                   {st: state{}, c: shared, want: keep},
@@ -167,7 +167,7 @@ func TestAction(t *testing.T) {
 		"all targets done: per-pod deleted":      {st: state{succeeded: set("w", "v")}, c: perPod, want: drop},
 		"failed for good: per-pod deleted":       {st: state{failed: true, succeeded: set("w")}, c: perPod, want: drop},
 		"restarting (not Failed): per-pod kept":  {st: state{}, c: perPod, want: keep},
-		"completed, per-pod Retain: left":        {st: state{completed: true}, c: policy.Claim{ReplicatedJob: "w", Targets: []string{"w"}}, want: leave},
+		"completed, per-pod Retain: left":        {st: state{completed: true}, c: volumeclaims.Claim{ReplicatedJob: "w", Targets: []string{"w"}}, want: leave},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

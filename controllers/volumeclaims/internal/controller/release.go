@@ -17,7 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -37,9 +37,9 @@ const heldRecheck = 10 * time.Second
 // Terminating): it tells which are held and by how many pods, deletes the finished pods of
 // the JobSet that hold those whose policy says finishedPods: Delete, and tells when they are
 // gone.
-func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dropped []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) (ctrl.Result, error) {
+func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, dropped []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(js)
-	terminating := map[string]policy.Claim{}
+	terminating := map[string]volumeclaims.Claim{}
 	for _, c := range dropped {
 		if pvc, ok := existing[c.Name]; ok && !pvc.DeletionTimestamp.IsZero() {
 			terminating[c.Name] = c
@@ -194,7 +194,7 @@ func Outcome(p *corev1.Pod) string {
 // track records the dropped PVCs of the JobSet key that are Terminating, and returns those
 // recorded earlier that no longer exist (gone: released), and those Terminating that were not
 // told as held yet.
-func (r *Reconciler) track(key types.NamespacedName, uid types.UID, existing map[string]*corev1.PersistentVolumeClaim, terminating map[string]policy.Claim) (gone []string, notTold sets.Set[string]) {
+func (r *Reconciler) track(key types.NamespacedName, uid types.UID, existing map[string]*corev1.PersistentVolumeClaim, terminating map[string]volumeclaims.Claim) (gone []string, notTold sets.Set[string]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.stateFor(key, uid)

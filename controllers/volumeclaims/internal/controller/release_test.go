@@ -17,7 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -41,11 +41,11 @@ func TestRelease(t *testing.T) {
 			js := jobSet(true).Condition(jobsetv1alpha2.JobSetCompleted).Obj()
 			js.Annotations[contract.PoliciesAnnotationKey] = `[{templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}],
 			  retentionPolicy: {whenComplete: Delete, finishedPods: ` + finishedPods + `}}]`
-			ps, _, errs := policy.Parse(js)
+			ps, _, errs := volumeclaims.Parse(js)
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			cs, _ := policy.Claims(js, ps)
+			cs, _ := volumeclaims.Claims(js, ps)
 			pvc := cs[0].PVC(js)
 			pvc.Finalizers = []string{"kubernetes.io/pvc-protection"}
 			objs := []client.Object{js, pvc,

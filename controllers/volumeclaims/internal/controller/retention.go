@@ -9,7 +9,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -34,7 +34,7 @@ func stateOf(js *jobsetv1alpha2.JobSet) state {
 		succeeded: sets.New[string](),
 	}
 	for _, s := range js.Status.ReplicatedJobsStatus {
-		if rj := policy.ReplicatedJob(js, s.Name); rj != nil && s.Succeeded >= rj.Replicas {
+		if rj := volumeclaims.ReplicatedJob(js, s.Name); rj != nil && s.Succeeded >= rj.Replicas {
 			st.succeeded.Insert(s.Name)
 		}
 	}
@@ -53,7 +53,7 @@ const (
 // per-pod claim until every targeted ReplicatedJob succeeded, or the JobSet completed or
 // failed for good. A failed Job that the JobSet restarts is not a failure: the JobSet is
 // not Failed, and its claims stay (checkpoints survive restarts).
-func (st state) action(c policy.Claim) action {
+func (st state) action(c volumeclaims.Claim) action {
 	done, failed := st.completed, st.failed
 	if !c.Shared() && !done && !failed {
 		done = true
@@ -75,7 +75,7 @@ func (st state) action(c policy.Claim) action {
 // sort splits the claims by what retention does with them: ensure (made if missing, adopted if
 // not), remove (deleted now), dropped (deleted, or to be: followed until gone). existing are
 // the add-on's PVCs of the JobSet.
-func (st state) sort(claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) (ensure, remove, dropped []policy.Claim) {
+func (st state) sort(claims []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim) (ensure, remove, dropped []volumeclaims.Claim) {
 	for _, c := range claims {
 		switch st.action(c) {
 		case keep:

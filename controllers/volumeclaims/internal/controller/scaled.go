@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -21,9 +21,9 @@ import (
 // Only the JobSet's own PVCs (its UID): a PVC an earlier JobSet of the same name left at an
 // index this one does not run is not this one's to adopt, hold or delete; it keeps its own
 // retention and expiry.
-func scaledDown(js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[string]*corev1.PersistentVolumeClaim) []policy.Claim {
+func scaledDown(js *jobsetv1alpha2.JobSet, claims []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim) []volumeclaims.Claim {
 	listed := sets.New[string]()
-	siblings := map[[2]string]policy.Claim{} // template, ReplicatedJob → a listed claim
+	siblings := map[[2]string]volumeclaims.Claim{} // template, ReplicatedJob → a listed claim
 	for _, c := range claims {
 		listed.Insert(c.Name)
 		if !c.Shared() {
@@ -32,7 +32,7 @@ func scaledDown(js *jobsetv1alpha2.JobSet, claims []policy.Claim, existing map[s
 			}
 		}
 	}
-	var out []policy.Claim
+	var out []volumeclaims.Claim
 	for name, pvc := range existing {
 		if listed.Has(name) || pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] != string(js.UID) {
 			continue

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -26,11 +26,11 @@ func TestScaledDown(t *testing.T) {
 		return js
 	}
 	pvcsOf := func(js *jobsetv1alpha2.JobSet) []client.Object {
-		ps, _, errs := policy.Parse(js)
+		ps, _, errs := volumeclaims.Parse(js)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		claims, _ := policy.Claims(js, ps)
+		claims, _ := volumeclaims.Claims(js, ps)
 		var out []client.Object
 		for _, c := range claims {
 			out = append(out, c.PVC(js))

@@ -11,7 +11,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -39,24 +39,24 @@ var markerPath = contract.JobSetAnnotationPath(contract.VolumeClaimsAdmittedAnno
 
 // Default injects, on CREATE, the shared volumes into the pod templates that mount them, the
 // per-pod scope label and volume list into the targeted pod templates, and the admission
-// marker (policy.Default). On UPDATE the pod templates are immutable upstream and the marker
+// marker (volumeclaims.Default). On UPDATE the pod templates are immutable upstream and the marker
 // may not change: any operation but CREATE is left alone.
 func (w *JobSetWebhook) Default(ctx context.Context, js *jobsetv1alpha2.JobSet) error {
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
 		return nil
 	}
-	policy.Default(js)
+	volumeclaims.Default(js)
 	return nil
 }
 
 // ValidateCreate refuses a JobSet whose policies are not valid for it, with every problem
-// as a field error in one response: those found without the cluster (policy.Parsed.Validate),
-// and those the API server finds in a dry run of each template's PVC (policy.Parsed.DryRuns).
+// as a field error in one response: those found without the cluster (volumeclaims.Parsed.Validate),
+// and those the API server finds in a dry run of each template's PVC (volumeclaims.Parsed.DryRuns).
 // It warns of a PVC the API server does not accept for now (quota), and of a Delete retention
-// that will not free the storage when it fires (policy.Parsed.Warnings). The annotation is
+// that will not free the storage when it fires (volumeclaims.Parsed.Warnings). The annotation is
 // parsed once, and its PVCs built once, for all three.
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	p := policy.ParseJobSet(js)
+	p := volumeclaims.ParseJobSet(js)
 	errs := p.Validate(js)
 	errs = append(errs, w.taken(ctx, js, p, errs)...)
 	refused, warnings := w.DryRun.Check(ctx, p.DryRuns(js, errs))
@@ -67,10 +67,10 @@ func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.J
 }
 
 // taken refuses, at the path of its template, each PVC of js's names that exists and is
-// another JobSet's (policy.Parsed.Taken), for every index: one List of the add-on's PVCs in
+// another JobSet's (volumeclaims.Parsed.Taken), for every index: one List of the add-on's PVCs in
 // the namespace, then a look-up per claim. When the PVCs cannot be read, nothing is refused:
 // the reconciler tells a name taken, and the Pod webhook denies the pods that would mount it.
-func (w *JobSetWebhook) taken(ctx context.Context, js *jobsetv1alpha2.JobSet, p *policy.Parsed, errs field.ErrorList) field.ErrorList {
+func (w *JobSetWebhook) taken(ctx context.Context, js *jobsetv1alpha2.JobSet, p *volumeclaims.Parsed, errs field.ErrorList) field.ErrorList {
 	if w.Claims == nil || js.Name == "" || len(p.Claims) == 0 {
 		return nil
 	}
@@ -89,11 +89,8 @@ func (w *JobSetWebhook) taken(ctx context.Context, js *jobsetv1alpha2.JobSet, p 
 
 // ValidateUpdate keeps the policies annotation and the admission marker as they were created.
 func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
-	var errs field.ErrorList
-	if annotationChanged(oldJS, newJS, contract.PoliciesAnnotationKey) {
-		errs = append(errs, field.Forbidden(policy.AnnotationPath, "is immutable"))
-	}
-	if annotationChanged(oldJS, newJS, contract.VolumeClaimsAdmittedAnnotationKey) {
+	errs := jobsets.ImmutableAnnotations(oldJS, newJS, contract.PoliciesAnnotationKey)
+	if jobsets.AnnotationChanged(oldJS.Annotations, newJS.Annotations, contract.VolumeClaimsAdmittedAnnotationKey) {
 		errs = append(errs, field.Forbidden(markerPath,
 			"is set by the volumeclaims webhook when the JobSet is created and may not be added, removed or changed"))
 	}
@@ -103,10 +100,4 @@ func (w *JobSetWebhook) ValidateUpdate(_ context.Context, oldJS, newJS *jobsetv1
 // ValidateDelete allows every deletion.
 func (w *JobSetWebhook) ValidateDelete(context.Context, *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func annotationChanged(oldJS, newJS *jobsetv1alpha2.JobSet, key string) bool {
-	oldValue, oldOK := oldJS.Annotations[key]
-	newValue, newOK := newJS.Annotations[key]
-	return oldOK != newOK || oldValue != newValue
 }

@@ -19,7 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -30,7 +30,7 @@ type fieldErr struct {
 }
 
 var (
-	pol    = policy.AnnotationPath.String()
+	pol    = volumeclaims.AnnotationPath.String()
 	marker = contract.JobSetAnnotationPath(contract.VolumeClaimsAdmittedAnnotationKey).String()
 )
 
@@ -529,22 +529,22 @@ func TestDefault(t *testing.T) {
 		"story 2": {
 			js: story2().Obj(),
 			want: addontest.JobSet("default", "trainjob-qwen2.5").VolumeClaimsPolicies(story2Policies).VolumeClaimsAdmitted().ReplicatedJobs(
-				addontest.ReplicatedJob("dataset-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
-				addontest.ReplicatedJob("model-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
-				addontest.ReplicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer").
-					ClaimVolume("initializer", "initializer-trainjob-qwen2.5"),
+				shared(addontest.ReplicatedJob("dataset-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"), "initializer"),
+				shared(addontest.ReplicatedJob("model-initializer").Mount("initializer").ClaimVolume("initializer", "initializer-trainjob-qwen2.5"), "initializer"),
+				shared(addontest.ReplicatedJob("node").DependsOn("dataset-initializer").DependsOn("model-initializer").Mount("initializer").
+					ClaimVolume("initializer", "initializer-trainjob-qwen2.5"), "initializer"),
 			).Obj(),
 		},
 		"story 3": {
 			js: story3().Obj(),
 			want: addontest.JobSet("default", "hybrid-training").VolumeClaimsPolicies(story3Policies).VolumeClaimsAdmitted().ReplicatedJobs(
-				perPod(addontest.ReplicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache").
-					ClaimVolume("dataset-cache", "dataset-cache-hybrid-training"), "worker-scratch"),
-				perPod(addontest.ReplicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage").
+				perPod(shared(addontest.ReplicatedJob("data-loader").Replicas(4).Mount("worker-scratch", "dataset-cache").
+					ClaimVolume("dataset-cache", "dataset-cache-hybrid-training"), "dataset-cache"), "worker-scratch"),
+				perPod(shared(addontest.ReplicatedJob("trainer").Replicas(3).Pods(6).Mount("worker-scratch", "dataset-cache", "results-storage").
 					ClaimVolume("dataset-cache", "dataset-cache-hybrid-training").
-					ClaimVolume("results-storage", "results-storage-hybrid-training"), "worker-scratch"),
-				addontest.ReplicatedJob("evaluator").Replicas(2).Mount("results-storage").
-					ClaimVolume("results-storage", "results-storage-hybrid-training"),
+					ClaimVolume("results-storage", "results-storage-hybrid-training"), "dataset-cache,results-storage"), "worker-scratch"),
+				shared(addontest.ReplicatedJob("evaluator").Replicas(2).Mount("results-storage").
+					ClaimVolume("results-storage", "results-storage-hybrid-training"), "results-storage"),
 			).Obj(),
 		},
 		"story 4": {
@@ -565,7 +565,7 @@ func TestDefault(t *testing.T) {
 			js: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).
 				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").EmptyDir("data"), addontest.ReplicatedJob("b").Mount("data")).Obj(),
 			want: addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [`+tmpl("data")+`]}]`).VolumeClaimsAdmitted().
-				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").EmptyDir("data"), addontest.ReplicatedJob("b").Mount("data").ClaimVolume("data", "data-train")).Obj(),
+				ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data").EmptyDir("data"), shared(addontest.ReplicatedJob("b").Mount("data").ClaimVolume("data", "data-train"), "data")).Obj(),
 		},
 		"no policies annotation": {
 			js:   addontest.JobSet("default", "plain").ReplicatedJobs(addontest.ReplicatedJob("a").Mount("data")).Obj(),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/checks"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -33,7 +33,7 @@ func TestLintAgrees(t *testing.T) {
 			).Obj()
 		},
 		Bad: func(value string) bool {
-			_, errs := contract.ParseVolumeClaimPolicies(value, policy.AnnotationPath)
+			_, errs := contract.ParseVolumeClaimPolicies(value, volumeclaims.AnnotationPath)
 			return len(errs) > 0
 		},
 	})

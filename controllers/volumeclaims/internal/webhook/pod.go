@@ -12,23 +12,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // PodWebhook adds to a pod, on CREATE, the per-pod volumes of its ReplicatedJob, Job index and
-// completion index (policy.PodVolumes), as JSON patch operations that only append. It reads
+// completion index (volumeclaims.PodVolumes), as JSON patch operations that only append. It reads
 // nothing but the pod and the add-on's cache: no API call, so that it stays on the pod's
 // critical path cheaply.
 // A pod that should get a per-pod volume but cannot (no Job or completion index) is denied:
 // it must not run without its volume.
 //
-// Claims, when set, is the cache of the add-on's own PVCs: a pod whose per-pod PVC exists there
-// and is another JobSet's (contract.Identity.Of: names are joined with "-", so two JobSets can
+// It gets too, through the chart's matchConditions, the pods whose template mounts a shared
+// PVC (volumeclaims.SharedVolumes): it changes nothing in them, and asks of their shared PVCs what it
+// asks of the per-pod ones.
+//
+// Claims, when set, is the cache of the add-on's own PVCs: a pod whose per-pod or shared PVC
+// exists there and is another JobSet's (contract.Identity.Of: names are joined with "-", so two JobSets can
 // give one name) is denied, so that it never mounts that JobSet's data; the Job controller
 // creates it again with back-off, and the reconciler tells the JobSet (VolumeClaimNameTaken).
-// A PVC of the pod's JobSet, one an earlier JobSet of its name left for the same index, or a
-// user's (not in the cache) is mounted.
+// A PVC of the pod's JobSet, one an earlier JobSet of its name left for the same template and
+// index, or a user's (not in the cache) is mounted.
 type PodWebhook struct {
 	Claims client.Reader
 }
@@ -41,24 +45,28 @@ func (w *PodWebhook) Handle(ctx context.Context, req admission.Request) admissio
 	if resp, done := addon.DecodeCreate(req, pod); done {
 		return resp
 	}
-	vols, err := policy.PodVolumes(pod)
+	vols, err := volumeclaims.PodVolumes(pod)
 	if err != nil {
 		logf.FromContext(ctx).V(2).Info("Denied pod without its per-pod volumes", "pod", klog.KObj(pod), "err", err)
 		return admission.Denied("volumeclaims: cannot add the pod's per-pod PersistentVolumeClaim volumes: " + err.Error())
 	}
-	if len(vols) == 0 {
+	shared := volumeclaims.SharedVolumes(pod)
+	if len(vols) == 0 && len(shared) == 0 {
 		return admission.Allowed("")
 	}
-	if msg := w.taken(ctx, req.Namespace, vols); msg != "" {
-		logf.FromContext(ctx).V(2).Info("Denied pod whose per-pod PVC is another JobSet's", "pod", klog.KObj(pod), "reason", msg)
+	if msg := w.taken(ctx, req.Namespace, append(shared, vols...)); msg != "" {
+		logf.FromContext(ctx).V(2).Info("Denied pod whose PVC is another JobSet's", "pod", klog.KObj(pod), "reason", msg)
 		return admission.Denied("volumeclaims: " + msg)
+	}
+	if len(vols) == 0 {
+		return admission.Allowed("")
 	}
 	return admission.Patched("", volumePatch(pod, vols)...)
 }
 
 // taken says which of vols names a PVC that is another JobSet's, or "" when none does (or
 // the cache cannot say: the pod is then let through, as before the PVC existed).
-func (w *PodWebhook) taken(ctx context.Context, namespace string, vols []policy.PodVolume) string {
+func (w *PodWebhook) taken(ctx context.Context, namespace string, vols []volumeclaims.PodVolume) string {
 	if w.Claims == nil {
 		return ""
 	}
@@ -77,7 +85,7 @@ func (w *PodWebhook) taken(ctx context.Context, namespace string, vols []policy.
 }
 
 // volumePatch appends vols to pod's spec.volumes.
-func volumePatch(pod *corev1.Pod, vols []policy.PodVolume) []jsonpatch.JsonPatchOperation {
+func volumePatch(pod *corev1.Pod, vols []volumeclaims.PodVolume) []jsonpatch.JsonPatchOperation {
 	var ops []jsonpatch.JsonPatchOperation
 	var appended []corev1.Volume
 	for _, v := range vols {

@@ -133,6 +133,41 @@ func TestPodWebhook(t *testing.T) {
 			wantPatches: []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/volumes", Value: []corev1.Volume{addontest.ClaimVolume("ckpt", "ckpt-train-w-0-0")}}},
 			wantVolumes: []corev1.Volume{addontest.ClaimVolume("ckpt", "ckpt-train-w-0-0")},
 		},
+		"shared only: another JobSet's PVC of its shared name (JobSet base-bert's ckpt, bert's ckpt-base): denied": {
+			pod: sharedPod("bert", "ckpt-base").Volume(addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")).Obj(),
+			claims: []client.Object{madePVC("ckpt-base-bert", "base-bert", map[string]string{
+				contract.VolumeClaimTemplateLabelKey: "ckpt",
+			})},
+			wantCode:    http.StatusForbidden,
+			wantMessage: "volumeclaims: the pod's PersistentVolumeClaim ckpt-base-bert (volume ckpt-base) exists and was made for JobSet base-bert for template=ckpt, not for this pod's JobSet bert",
+		},
+		"shared only: its own JobSet's shared PVC: allowed, unchanged": {
+			pod:         sharedPod("bert", "ckpt-base").Volume(addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")).Obj(),
+			claims:      []client.Object{madePVC("ckpt-base-bert", "bert", map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt-base"})},
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantVolumes: []corev1.Volume{addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")},
+		},
+		"shared only: no PVC in the cache yet (or a user's): allowed": {
+			pod:         sharedPod("bert", "ckpt-base").Volume(addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")).Obj(),
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantVolumes: []corev1.Volume{addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")},
+		},
+		"shared only: a volume of that name that names another claim is not looked at": {
+			pod:         sharedPod("bert", "ckpt-base").Volume(addontest.ClaimVolume("ckpt-base", "mine")).Obj(),
+			claims:      []client.Object{madePVC("ckpt-base-bert", "base-bert", map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt"})},
+			wantAllowed: true,
+			wantCode:    http.StatusOK,
+			wantVolumes: []corev1.Volume{addontest.ClaimVolume("ckpt-base", "mine")},
+		},
+		"per-pod and shared: the shared PVC another JobSet's: denied, nothing patched": {
+			pod: pod("bert", "w", 0, 0, "scratch").Annotation(contract.VolumeClaimsSharedVolumesAnnotationKey, "ckpt-base").
+				Volume(addontest.ClaimVolume("ckpt-base", "ckpt-base-bert")).Obj(),
+			claims:      []client.Object{madePVC("ckpt-base-bert", "base-bert", map[string]string{contract.VolumeClaimTemplateLabelKey: "ckpt"})},
+			wantCode:    http.StatusForbidden,
+			wantMessage: "ckpt-base-bert (volume ckpt-base) exists and was made for JobSet base-bert",
+		},
 		"UPDATE: nothing to do": {
 			op:          admissionv1.Update,
 			pod:         pod("train", "w", 0, 0, "scratch").Obj(),
@@ -169,6 +204,12 @@ func TestPodWebhook(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedPod is a pod of JobSet jobSet whose template mounts the shared templates (the
+// shared-volumes annotation), without the per-pod label.
+func sharedPod(jobSet, shared string) *addontest.PodWrapper {
+	return addontest.Pod("default", jobSet, "w", 0, 0).Annotation(contract.VolumeClaimsSharedVolumesAnnotationKey, shared)
 }
 
 // madePVC is a PVC volumeclaims made in namespace default for JobSet jobSet, with parts.

@@ -13,14 +13,14 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 )
 
 // pvcsOf are the PVCs the reconciler makes for js, by name.
 func pvcsOf(t *testing.T, js *jobsetv1alpha2.JobSet) map[string]*corev1.PersistentVolumeClaim {
 	t.Helper()
-	policies, _, errs := policy.Parse(js)
-	claims, cerrs := policy.Claims(js, policies)
+	policies, _, errs := volumeclaims.Parse(js)
+	claims, cerrs := volumeclaims.Claims(js, policies)
 	if len(errs)+len(cerrs) > 0 {
 		t.Fatalf("%v %v", errs, cerrs)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
-	policy "github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/volumeclaims"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -15,12 +15,18 @@ import (
 // list of per-pod volumes (comma-separated), and a placeholder volume for each.
 func perPod(rj *addontest.ReplicatedJobWrapper, volumes string) *addontest.ReplicatedJobWrapper {
 	for _, name := range strings.Split(volumes, ",") {
-		if !policy.HasVolume(rj.PodSpec(), name) {
+		if !volumeclaims.HasVolume(rj.PodSpec(), name) {
 			rj.ClaimVolume(name, contract.VolumeClaimsPlaceholderClaimName)
 		}
 	}
 	return rj.PodLabel(contract.VolumeClaimsPerPodLabelKey, contract.EnabledValue).
 		PodAnnotation(contract.VolumeClaimsPerPodVolumesAnnotationKey, volumes)
+}
+
+// shared is rj as the JobSet webhook leaves a ReplicatedJob that mounts the shared templates
+// volumes (comma-separated, sorted): their names in the shared-volumes annotation.
+func shared(rj *addontest.ReplicatedJobWrapper, volumes string) *addontest.ReplicatedJobWrapper {
+	return rj.PodAnnotation(contract.VolumeClaimsSharedVolumesAnnotationKey, volumes)
 }
 
 // pod is a pod in namespace default of a targeted pod template (the scope label), with the

@@ -2,8 +2,9 @@
 // that injects the shared volumes, the per-pod scope label and the admission marker, and a
 // validating webhook that refuses bad policies with field paths; on JobSet UPDATE the same
 // validating webhook keeps the policies immutable; on Pod CREATE a mutating webhook that adds
-// each pod's own per-pod volumes. What they inject comes from package policy, so the webhooks,
-// the reconciler and the tests agree on every name.
+// each pod's own per-pod volumes. What they inject comes from package volumeclaims
+// (pkg/addon/checks/volumeclaims), so the webhooks, the reconciler and the tests agree on
+// every name.
 package webhook
 
 import (
@@ -27,9 +28,9 @@ const (
 	MutatePodPath = "/mutate--v1-pod"
 )
 
-// DryRunRemember is how long the JobSet webhook takes a PVC template the API server accepted in
-// a dry run for accepted, in its namespace: JobSets made from one template in a burst are
-// checked once.
+// DryRunRemember is how long the JobSet webhook treats a PVC template that the API server
+// accepted in a dry run as accepted, in its namespace: JobSets made from one template in a burst
+// are checked once.
 const DryRunRemember = 10 * time.Second
 
 // Register adds the three webhooks to mgr's webhook server. The manager's scheme must know the

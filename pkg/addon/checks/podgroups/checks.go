@@ -32,15 +32,22 @@ func ValidateCreate(js *jobsetv1alpha2.JobSet) field.ErrorList {
 
 // Warnings are the Warnings the podgroups webhook gives a JobSet ValidateCreate accepts that
 // need no cluster: claims shared by the pods of a Job in a coscheduling gang
-// (CoschedulingWarnings). A gang whose pod templates have different priority classes is warned
-// of by the webhook, which reads the classes' values.
+// (CoschedulingWarnings), pods of a Volcano gang that request nothing (VolcanoWarnings). A
+// gang whose pod templates have different priority classes is warned of by the webhook, which
+// reads the classes' values.
 func Warnings(js *jobsetv1alpha2.JobSet) []string {
 	if !Uses(js) {
 		return nil
 	}
 	s, gangs, read := Read(js)
-	if len(read.All()) > 0 || s.Scheduler != contract.SchedulerCoscheduling {
+	if len(read.All()) > 0 {
 		return nil
 	}
-	return CoschedulingWarnings(js, gangs)
+	switch s.Scheduler {
+	case contract.SchedulerCoscheduling:
+		return CoschedulingWarnings(js, gangs)
+	case contract.SchedulerVolcano:
+		return VolcanoWarnings(js, gangs)
+	}
+	return nil
 }

@@ -37,11 +37,13 @@ var (
 	CoschedulingGang = KeyGang{Of: contract.SchedulerCoscheduling, Key: contract.CoschedulingPodGroupLabelKey, InLabels: true}
 	// VolcanoGang is where Volcano's pods name their gang.
 	VolcanoGang = KeyGang{Of: contract.SchedulerVolcano, Key: contract.VolcanoGroupNameAnnotationKey}
+	// KAIGang is where KAI Scheduler's pods name their gang.
+	KAIGang = KeyGang{Of: contract.SchedulerKAI, Key: contract.KAIPodGroupAnnotationKey}
 )
 
 // GangNamers are every scheduler's, in a fixed order.
 func GangNamers() []GangNamer {
-	return []GangNamer{CoschedulingGang, VolcanoGang, SchedulingGroupGang{}}
+	return []GangNamer{CoschedulingGang, VolcanoGang, SchedulingGroupGang{}, KAIGang}
 }
 
 func (k KeyGang) Scheduler() contract.Scheduler { return k.Of }

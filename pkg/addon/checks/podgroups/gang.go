@@ -19,7 +19,8 @@ import (
 
 // Gang is one PodGroup's worth of a JobSet: the ReplicatedJobs of one stage.
 type Gang struct {
-	// Name is the PodGroup's name: <jobset>, or <jobset>-stage-<i> when the JobSet is sequenced.
+	// Name is the PodGroup's name: <jobset>, or <jobset>-stage-<i> when the JobSet is sequenced;
+	// for SchedulerKAI, with .<namespace> after it (contract.KAIPodGroupName).
 	Name string
 	// Stage is the stage the gang schedules.
 	Stage contract.Stage
@@ -111,6 +112,9 @@ func Gangs(js *jobsetv1alpha2.JobSet, s Settings) ([]Gang, field.ErrorList) {
 	var gangs []Gang
 	for _, st := range stages {
 		name, err := Name(js.Name, st.Index, len(stages) > 1)
+		if err == nil && s.Scheduler == contract.SchedulerKAI {
+			name, err = contract.KAIPodGroupName(name, js.Namespace)
+		}
 		if err != nil {
 			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), js.Name, err.Error())}
 		}

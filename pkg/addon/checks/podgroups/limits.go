@@ -3,6 +3,7 @@ package podgroups
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,6 +28,7 @@ var limits = map[contract.Scheduler]func(*jobsetv1alpha2.JobSet, Settings, []Gan
 	contract.SchedulerVolcano:      func(*jobsetv1alpha2.JobSet, Settings, []Gang) field.ErrorList { return nil },
 	contract.SchedulerCoscheduling: CoschedulingLimits,
 	contract.SchedulerKubernetes:   KubernetesLimits,
+	contract.SchedulerKAI:          func(*jobsetv1alpha2.JobSet, Settings, []Gang) field.ErrorList { return nil },
 }
 
 // CoschedulingLimits refuses gang names that are no label values (the last is the longest).
@@ -61,6 +63,47 @@ func CoschedulingWarnings(js *jobsetv1alpha2.JobSet, gangs []Gang) []string {
 		}
 	}
 	return out
+}
+
+// VolcanoWarnings: the ReplicatedJobs of a Volcano gang whose pods request nothing Volcano counts
+// (no CPU, memory or extended resource, requests or limits). Volcano (v1.10 read: JobInfo.IsReady,
+// CheckTaskReady) counts a pending pod of empty request as placed, for minMember and
+// minTaskMember alike, and places it apart from the gang (its backfill action): such a pod
+// that fits no node does not hold the rest of the gang back.
+func VolcanoWarnings(js *jobsetv1alpha2.JobSet, gangs []Gang) []string {
+	var out []string
+	for _, g := range gangs {
+		for _, rjName := range g.Stage.ReplicatedJobs {
+			rj := jobsets.ReplicatedJob(js, rjName)
+			if rj == nil || jobsets.PodsPerJob(rj) == 0 || requestsSome(&rj.Template.Spec.Template.Spec) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("spec.replicatedJobs[%s]: its pods request no CPU, memory or other resource, and Volcano counts such a pod as placed before it is: the rest of gang %s may start while they wait (for a node their selector, affinity or tolerations allow), and they start apart from it; give their containers a CPU or memory request",
+				rjName, g.Name))
+		}
+	}
+	return out
+}
+
+// requestsSome tells whether a pod of spec requests (or, without a request, limits) a resource
+// Volcano counts: anything but ephemeral storage.
+func requestsSome(spec *corev1.PodSpec) bool {
+	some := func(l corev1.ResourceList) bool {
+		for name, q := range l {
+			if name != corev1.ResourceEphemeralStorage && !q.IsZero() {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if some(c.Resources.Requests) || some(c.Resources.Limits) {
+				return true
+			}
+		}
+	}
+	return some(spec.Overhead)
 }
 
 // KubernetesLimits refuses what a composite gang cannot be made of, and more gangs than a

@@ -9,6 +9,9 @@ package podgroups
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,7 +24,7 @@ import (
 // Settings are a JobSet's podgroups annotations, parsed.
 type Settings struct {
 	Scheduler contract.Scheduler
-	// Queue is the Volcano queue; empty leaves Volcano's default.
+	// Queue is the Volcano or KAI queue; empty leaves the default queue of the backend.
 	Queue string
 	// NetworkTopology is Volcano's network topology; nil when not asked for.
 	NetworkTopology *contract.NetworkTopology
@@ -85,12 +88,12 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 	value, ok := a[contract.SchedulerAnnotationKey]
 	if !ok {
 		return s, field.ErrorList{field.Required(path(contract.SchedulerAnnotationKey),
-			fmt.Sprintf("is required by the other %s annotations: %q, %q or %q", "podgroups.jobset-addons.io", contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes))}
+			fmt.Sprintf("is required by the other %s annotations: %q, %q, %q or %q", "podgroups.jobset-addons.io", contract.SchedulerVolcano, contract.SchedulerCoscheduling, contract.SchedulerKubernetes, contract.SchedulerKAI))}
 	}
 	s.Scheduler, errs = contract.ParseScheduler(value, path(contract.SchedulerAnnotationKey))
-	onlyFor := func(key string, backend contract.Scheduler) bool {
-		if s.Scheduler != "" && s.Scheduler != backend {
-			msg := fmt.Sprintf("applies only to scheduler %q, not %q", backend, s.Scheduler)
+	onlyFor := func(key string, backends ...contract.Scheduler) bool {
+		if s.Scheduler != "" && !slices.Contains(backends, s.Scheduler) {
+			msg := fmt.Sprintf("applies only to scheduler %s, not %q", quoted(backends), s.Scheduler)
 			if key == contract.NetworkTopologyAnnotationKey && s.Scheduler == contract.SchedulerKubernetes {
 				msg += fmt.Sprintf(": Volcano's tiers do not map to the Workload API; name a node label with %s instead", contract.TopologyKeyAnnotationKey)
 			}
@@ -99,7 +102,7 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 		}
 		return true
 	}
-	if q, ok := a[contract.VolcanoQueueNameAnnotationKey]; ok && onlyFor(contract.VolcanoQueueNameAnnotationKey, contract.SchedulerVolcano) {
+	if q, ok := a[contract.VolcanoQueueNameAnnotationKey]; ok && onlyFor(contract.VolcanoQueueNameAnnotationKey, contract.SchedulerVolcano, contract.SchedulerKAI) {
 		for _, msg := range validation.IsDNS1123Subdomain(q) {
 			errs = append(errs, field.Invalid(path(contract.VolcanoQueueNameAnnotationKey), q, msg))
 		}
@@ -131,3 +134,12 @@ func Parse(js *jobsetv1alpha2.JobSet) (Settings, field.ErrorList) {
 // claimsOnPodGroups tells whether the scheduler's PodGroups can list a Job's claims (the
 // Workload API's PodGroup, spec.resourceClaims): only then do gangs carry Claims.
 func (s Settings) claimsOnPodGroups() bool { return s.Scheduler == contract.SchedulerKubernetes }
+
+// quoted is "a" for one scheduler, "a" or "b" for two.
+func quoted(ss []contract.Scheduler) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(string(s))
+	}
+	return strings.Join(q, " or ")
+}

@@ -236,9 +236,15 @@ func Inject(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) {
 					continue // refused by validation
 				}
 				for i := range js.Spec.ReplicatedJobs {
-					spec := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
-					if Mounts(spec, t.Name) && !HasVolume(spec, t.Name) {
-						spec.Volumes = append(spec.Volumes, ClaimVolume(t.Name, claim))
+					pt := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+					if !Mounts(&pt.Spec, t.Name) {
+						continue
+					}
+					if !HasVolume(&pt.Spec, t.Name) {
+						pt.Spec.Volumes = append(pt.Spec.Volumes, ClaimVolume(t.Name, claim))
+					}
+					if claimOf(&pt.Spec, t.Name) == claim { // not a volume of the user's of that name
+						annotateName(&pt.ObjectMeta, contract.VolumeClaimsSharedVolumesAnnotationKey, t.Name)
 					}
 				}
 				continue
@@ -257,10 +263,7 @@ func Inject(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) {
 					meta.Labels = map[string]string{}
 				}
 				meta.Labels[contract.VolumeClaimsPerPodLabelKey] = contract.EnabledValue
-				if meta.Annotations == nil {
-					meta.Annotations = map[string]string{}
-				}
-				meta.Annotations[contract.VolumeClaimsPerPodVolumesAnnotationKey] = addName(meta.Annotations[contract.VolumeClaimsPerPodVolumesAnnotationKey], t.Name)
+				annotateName(meta, contract.VolumeClaimsPerPodVolumesAnnotationKey, t.Name)
 			}
 		}
 	}
@@ -268,6 +271,23 @@ func Inject(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) {
 		js.Annotations = map[string]string{}
 	}
 	js.Annotations[contract.VolumeClaimsAdmittedAnnotationKey] = contract.EnabledValue
+}
+
+// claimOf is the claimName of spec's volume name, or "" when it has none or it is not a PVC.
+func claimOf(spec *corev1.PodSpec, name string) string {
+	i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if i < 0 || spec.Volumes[i].PersistentVolumeClaim == nil {
+		return ""
+	}
+	return spec.Volumes[i].PersistentVolumeClaim.ClaimName
+}
+
+// annotateName adds name to the comma-separated list of meta's annotation key.
+func annotateName(meta *metav1.ObjectMeta, key, name string) {
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = addName(meta.Annotations[key], name)
 }
 
 func addName(list, name string) string {
@@ -332,6 +352,29 @@ func PodVolumes(pod *corev1.Pod) ([]PodVolume, error) {
 		})})
 	}
 	return vols, nil
+}
+
+// SharedVolumes are the volumes of pod that mount its JobSet's shared PVCs (those Inject
+// listed in the shared-volumes annotation, whose claimName is still the shared PVC's), each
+// with whose that PVC must be: the pod's JobSet (its name and UID labels) and the template.
+// The Pod webhook changes none of them; it denies a pod whose shared PVC is another JobSet's.
+func SharedVolumes(pod *corev1.Pod) []PodVolume {
+	names := splitNames(pod.Annotations[contract.VolumeClaimsSharedVolumesAnnotationKey])
+	jobSet := pod.Labels[contract.JobSetNameLabelKey]
+	if len(names) == 0 || jobSet == "" {
+		return nil
+	}
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: jobSet, UID: types.UID(pod.Labels[contract.JobSetUIDLabelKey])}}
+	var vols []PodVolume
+	for _, name := range names {
+		claim, err := contract.SharedVolumeClaimName(name, jobSet)
+		if err != nil || claimOf(&pod.Spec, name) != claim {
+			continue // not the shared PVC's volume (the JobSet webhook put none): nothing to check
+		}
+		c := Claim{Name: claim, Template: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+		vols = append(vols, PodVolume{Index: -1, Volume: ClaimVolume(name, claim), Identity: c.Identity(js)})
+	}
+	return vols
 }
 
 // IsPlaceholder says whether v is the placeholder Inject puts in a targeted pod template.
