@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,14 +30,47 @@ func ForeignHolder(ctx context.Context, r client.Reader, key client.ObjectKey, i
 	if err := r.Get(ctx, key, into); err != nil {
 		return ""
 	}
-	if id.Of(into) != contract.Foreign {
+	return foreignHolder(into, id)
+}
+
+// foreignHolder names whose o is when it is another's by id (ForeignHolder), or "".
+func foreignHolder(o client.Object, id contract.Identity) string {
+	if id.Of(o) != contract.Foreign {
 		return ""
 	}
-	holder := id.Holder(into)
-	if ref := metav1.GetControllerOfNoCopy(into); ref != nil {
+	holder := id.Holder(o)
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		holder += ", held by " + ref.Kind + " " + ref.Name
 	}
 	return holder
+}
+
+// MakeFirst creates want, an object a webhook's JobSet needs and that the add-on's cache does
+// not show yet, so that its name is id's JobSet's before another JobSet of a colliding name
+// (names are joined with "-") can make it: the create decides whose the name is, and a pod or
+// Job admitted without it could otherwise start against the other JobSet's. made says want
+// was created. When an object of the name exists already, it is read through c and holder
+// names whose it is if it is another's (ForeignHolder), "" if it is id's JobSet's or a user's.
+// err is a create (or read) that failed otherwise: the caller holds its pod or Job back until
+// it can be made. It is for admission requests that are not dry runs.
+func MakeFirst(ctx context.Context, c client.Client, want client.Object, id contract.Identity) (holder string, made bool, err error) {
+	err = c.Create(ctx, want)
+	if err == nil {
+		return "", true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return "", false, err
+	}
+	// A zero object of want's type: a read into a copy of want would keep want's labels
+	// where the one of the name has none.
+	have, ok := reflect.New(reflect.TypeOf(want).Elem()).Interface().(client.Object)
+	if !ok {
+		return "", false, fmt.Errorf("%T is not a client.Object", want)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return "", false, err
+	}
+	return foreignHolder(have, id), false, nil
 }
 
 // DenyTakenJob is an add-on's Job webhook's denial of a Job some of whose objects another
@@ -72,3 +109,30 @@ func DecodeCreateOrResume(req admission.Request, job *batchv1.Job) (resp admissi
 	}
 	return admission.Response{}, true, false
 }
+
+// MadeFirst tells a reconciler which of a JobSet's objects its webhook made (MakeFirst, for a
+// pod or Job that came first) rather than itself, so that each object the add-on made is told
+// as created (its Event, its metric) once: the reconciler marks what it makes (Made), and asks
+// of each object of the JobSet's it finds whether to tell it (Tell). Objects made before
+// Started (by the process before a restart, which told them) are never told again.
+type MadeFirst struct {
+	// Started is when the process began, to the second (creation times are); zero: nothing
+	// is told.
+	Started time.Time
+	Told    *Told
+}
+
+// Made marks name, made by the reconciler for the JobSet uid (and told then).
+func (m MadeFirst) Made(uid types.UID, name string) {
+	if m.Told != nil {
+		m.Told.Once(uid, madeKey(name))
+	}
+}
+
+// Tell says whether o, the JobSet uid's, was made by the webhook since the process began and
+// is not told yet; it is then told from now on.
+func (m MadeFirst) Tell(uid types.UID, o metav1.Object) bool {
+	return m.Told != nil && !m.Started.IsZero() && !o.GetCreationTimestamp().Time.Before(m.Started) && m.Told.Once(uid, madeKey(o.GetName()))
+}
+
+func madeKey(name string) string { return "made\x00" + name }

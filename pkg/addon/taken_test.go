@@ -3,19 +3,24 @@ package addon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -63,6 +68,43 @@ func TestForeignHolder(t *testing.T) {
 	}
 }
 
+// TestMakeFirst: the object is made when no object of its name exists; when one does, it is
+// named only when it is another JobSet's, and a create refused otherwise is the error.
+func TestMakeFirst(t *testing.T) {
+	id := contract.Identity{ManagedBy: contract.PodGroupsManagedByValue, JobSet: "train-stage-0", UID: "uid-mine", Labels: map[string]string{}, Parts: []string{contract.PodGroupStageLabelKey}}
+	want := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{contract.ManagedByLabelKey: contract.PodGroupsManagedByValue, contract.JobSetNameLabelKey: "train-stage-0"}}}
+	}
+	theirs := want("taken")
+	theirs.Labels[contract.JobSetNameLabelKey], theirs.Labels[contract.PodGroupStageLabelKey] = "train", "0"
+	users := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users"}}
+	c := fake.NewClientBuilder().WithObjects(theirs, users).Build()
+	for name, tc := range map[string]struct {
+		holder string
+		made   bool
+	}{
+		"new":   {made: true},
+		"taken": {holder: "JobSet train for stage=0"},
+		"users": {},
+	} {
+		holder, made, err := MakeFirst(context.Background(), c, want(name), id)
+		if err != nil || holder != tc.holder || made != tc.made {
+			t.Errorf("MakeFirst(%s) = %q, %t, %v; want %q, %t", name, holder, made, err, tc.holder, tc.made)
+		}
+	}
+	var got corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "users"}, &got); err != nil || len(got.Labels) > 0 {
+		t.Errorf("the user's object was changed: %v, labels %v", err, got.Labels)
+	}
+	refused := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "new", errors.New("exceeded quota"))
+	}}).Build()
+	if _, made, err := MakeFirst(context.Background(), refused, want("new"), id); made || !apierrors.IsForbidden(err) {
+		t.Errorf("MakeFirst refused = %t, %v; want the refusal", made, err)
+	}
+}
+
 type holder struct {
 	name string
 	uid  string
@@ -104,5 +146,37 @@ func TestDecodeCreateOrResume(t *testing.T) {
 		if !done && (job.Name != "j" || job.Namespace != "ns") {
 			t.Errorf("%s: decoded %s/%s, want ns/j", tc.name, job.Namespace, job.Name)
 		}
+	}
+}
+
+// TestMadeFirstTold: an object of the JobSet made since the process began, not by its
+// reconciler (the webhook made it for a pod or Job that came first), is told as created once;
+// one made before it began (told by the process before) and one the reconciler made (told as
+// it made it) are not.
+func TestMadeFirstTold(t *testing.T) {
+	started := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	m := MadeFirst{Started: started, Told: &Told{}}
+	const uid = ktypes.UID("uid-js")
+	at := func(name string, when time.Time) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(when)}}
+	}
+	if m.Tell(uid, at("before", started.Add(-time.Second))) {
+		t.Error("an object made before the process began is told as made")
+	}
+	byWebhook := at("by-webhook", started)
+	if !m.Tell(uid, byWebhook) {
+		t.Error("an object the webhook made is not told as made")
+	}
+	if m.Tell(uid, byWebhook) {
+		t.Error("an object the webhook made is told twice")
+	}
+	m.Made(uid, "by-reconciler")
+	if m.Tell(uid, at("by-reconciler", started.Add(time.Minute))) {
+		t.Error("an object the reconciler made (and told) is told again")
+	}
+	var unset MadeFirst
+	unset.Made(uid, "x")
+	if unset.Tell(uid, byWebhook) {
+		t.Error("a MadeFirst without a start (a reconciler not set up) tells an object as made")
 	}
 }

@@ -309,7 +309,7 @@ MutatingWebhookConfiguration and/or a ValidatingWebhookConfiguration, both named
 jobset-addons-<name> (the binary's --webhook-configuration-name), from that controller's entry in
 "jobset-addons.webhooks" (templates/_webhooks.tpl). It renders nothing for a list that is empty.
 Each webhook gets the controller's webhook Service as clientConfig, failurePolicy Fail (unless
-its entry names another), sideEffects None and admissionReviewVersions [v1]; in cert-manager mode the configuration is
+its entry names another), sideEffects None (unless its entry names another) and admissionReviewVersions [v1]; in cert-manager mode the configuration is
 annotated for cert-manager's CA injector, in self-signed mode the binary injects the CA itself.
 A binary must declare the same kinds (addon.Options MutatingWebhooks / ValidatingWebhooks) so
 that its cert-controller injects the CA into the configurations rendered here.
@@ -341,7 +341,7 @@ webhooks:
         path: {{ required (printf "webhook %s needs a path" $hook.name) (get $hook "path") }}
         port: 443
     failurePolicy: {{ get $hook "failurePolicy" | default "Fail" }}
-    sideEffects: None
+    sideEffects: {{ get $hook "sideEffects" | default "None" }}
     matchPolicy: Equivalent
     timeoutSeconds: {{ get $hook "timeoutSeconds" | default 10 }}
     {{- if and (eq $kind "Mutating") (get $hook "reinvocationPolicy") }}

@@ -19,9 +19,10 @@ entry here, with only what is specific to it:
         matchConditions: [...]        # optional
         timeoutSeconds: 10            # optional, default 10
         failurePolicy: Ignore         # optional, default Fail; only where a pod may go on without the add-on
+        sideEffects: NoneOnDryRun     # optional, default None; where the webhook makes objects (never on a dry run)
         reinvocationPolicy: IfNeeded  # optional, mutating only
 
-clientConfig (the controller's webhook Service, port 443), failurePolicy (Fail unless set), sideEffects None
+clientConfig (the controller's webhook Service, port 443), failurePolicy (Fail unless set), sideEffects (None unless set)
 and the cert-manager CA annotation are added by the helper.
 
 JobSet webhooks are scoped with matchConditions: a CREATE reaches them when the JobSet uses the
@@ -49,6 +50,9 @@ volumeclaims:
     - name: mpod.volumeclaims.jobset-addons.io
       path: /mutate--v1-pod
       timeoutSeconds: 5
+      # A pod that comes before its PVC has the webhook make it, for the pod's JobSet (so that
+      # no JobSet of a colliding name makes it first); never on a dry run.
+      sideEffects: NoneOnDryRun
       rules:
         - apiGroups: [""]
           apiVersions: ["v1"]
@@ -67,6 +71,7 @@ volumeclaims:
     - name: mpodshared.volumeclaims.jobset-addons.io
       path: /mutate--v1-pod
       timeoutSeconds: 5
+      sideEffects: NoneOnDryRun
       # The other pods of a JobSet whose template mounts a shared PVC (the shared-volumes
       # annotation, written by the JobSet webhook): the Pod webhook changes nothing in them and
       # denies one whose shared PVC is another JobSet's (a name taken after admission). While
@@ -103,6 +108,9 @@ resourceclaims:
     - name: mjob.resourceclaims.jobset-addons.io
       path: /mutate-batch-v1-job
       timeoutSeconds: 5
+      # A Job that comes before its claims has the webhook make them ahead of it, for its
+      # JobSet (so that no JobSet of a colliding name makes one first); never on a dry run.
+      sideEffects: NoneOnDryRun
       rules:
         - apiGroups: ["batch"]
           apiVersions: ["v1"]

@@ -3,6 +3,9 @@ package resourceclaims_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +115,94 @@ func TestClaimNamesThatCoincide(t *testing.T) {
 			}
 			return false, "no pod of Job a-w-0-x-1 yet", nil
 		})
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestJobBeforeItsClaim: a Job can come before its claims: the reconciler has not made them
+// ahead yet, or cannot (here a quota on the DeviceClass imex.nvidia.com holds back JobSet
+// a-w-0's claim a-w-0-x-0-gpu). JobSet a, admitted meanwhile since no claim of the name exists,
+// gives the same claim name (Job a-w-0, template x-0-gpu), of a DeviceClass the quota leaves
+// free. No pod of JobSet a-w-0 may ever use that claim: the Job webhook makes a Job's missing
+// claims itself, ahead of the Job, for its JobSet, or holds the Job back until it can, so the
+// first to make the claim holds the name. JobSet a-w-0 is told (ResourceClaimNameTaken) and
+// waits; once the quota has room and JobSet a and its claim are gone, it gets its own.
+func TestJobBeforeItsClaim(t *testing.T) {
+	f := framework.NamespacedFeature("a Job that comes before its claim never gets another JobSet's claim of that name", "the Job waits, then runs with its own claim", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		const taken = "a-w-0-x-0-gpu"
+		quota := corev1.ResourceName("imex.nvidia.com" + corev1.ResourceClaimsPerClass)
+		q := framework.Quota(ctx, t, c, ns, "no-imex", quota, "0")
+		aw := newJobSet(ns, "a-w-0", rjob("x", 1, 1, `[{metadata: {name: gpu}, spec: {devices: {requests: [{name: d, exactly: {deviceClassName: imex.nvidia.com}}]}}}]`))
+		var mu sync.Mutex
+		foreign := map[string]bool{}
+		stop := framework.PollPods(ctx, c, func(pods []corev1.Pod) {
+			for i := range pods {
+				if claims, _ := podClaims(&pods[i]); claims["gpu"] == taken {
+					var claim resourcev1.ResourceClaim
+					if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: taken}, &claim); err == nil && claim.Labels[contract.JobSetNameLabelKey] != aw.Name {
+						mu.Lock()
+						foreign[pods[i].Name] = true
+						mu.Unlock()
+					}
+				}
+			}
+		}, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: aw.Name})
+		defer stop()
+		framework.CreateAll(ctx, t, c, aw)
+		// Its Job comes: created (its pods would then use whatever claim of the name appears),
+		// or held back for want of its claim, which the quota holds back.
+		framework.Eventually(ctx, t, 30*time.Second, "Job a-w-0-x-0 created, or held back for want of its claim", func(ctx context.Context) (bool, string, error) {
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-w-0-x-0"}, &batchv1.Job{}); err == nil {
+				return true, "", nil
+			}
+			for _, note := range events(ctx, t, c, ns, aw.Name)["JobCreationFailed"] {
+				if strings.Contains(note, taken) {
+					return true, "", nil
+				}
+			}
+			return false, "no Job, and no JobCreationFailed Event naming " + taken, nil
+		})
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: taken}, &resourcev1.ResourceClaim{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("claim %s: %v, want none yet: the quota holds it back", taken, err)
+		}
+
+		// JobSet a is admitted (no claim of the name exists), and its claim is made.
+		a := newJobSet(ns, "a", rjob("w", 1, 1, `[{metadata: {name: x-0-gpu}, `+sharedData+`}]`).PodAnnotation(framework.DelayAnnotationKey, "30s"))
+		framework.CreateAll(ctx, t, c, a)
+		waitAllocated(ctx, t, c, ns, a.Name, []string{taken})
+		time.Sleep(3 * time.Second) // the pods of a-w-0, were any created, are polled meanwhile
+		mu.Lock()
+		seen := slices.Sorted(maps.Keys(foreign))
+		mu.Unlock()
+		if len(seen) > 0 {
+			t.Fatalf("pods %v of JobSet a-w-0 use JobSet a's claim %s", seen, taken)
+		}
+		waitEvent(ctx, t, c, ns, aw.Name, "ResourceClaimNameTaken", taken+" (made for JobSet a ")
+
+		// Room in the quota, JobSet a and its claim gone: a-w-0 gets its own claim and runs.
+		framework.RaiseQuota(ctx, t, c, q, quota, "10")
+		if err := c.Delete(ctx, a, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(ctx, t, 90*time.Second, "a pod of Job a-w-0-x-0 with its own claim", func(ctx context.Context) (bool, string, error) {
+			var claim resourcev1.ResourceClaim
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: taken}, &claim); err != nil || claim.Labels[contract.JobSetNameLabelKey] != aw.Name {
+				return false, fmt.Sprintf("claim %s: %v, made for JobSet %q", taken, err, claim.Labels[contract.JobSetNameLabelKey]), nil
+			}
+			for _, p := range podsOf(ctx, t, c, ns, aw.Name) {
+				if claims, _ := podClaims(&p); claims["gpu"] == taken {
+					return true, "", nil
+				}
+			}
+			return false, "no pod of Job a-w-0-x-0 yet", nil
+		})
+		stop()
+		if len(foreign) > 0 {
+			t.Fatalf("pods %v of JobSet a-w-0 use JobSet a's claim %s", slices.Sorted(maps.Keys(foreign)), taken)
+		}
 		return ctx
 	})
 	testenv.Test(t, f)

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -38,6 +37,22 @@ func deleteJobSet(ctx context.Context, t *testing.T, c client.Client, js *jobset
 		err := c.Get(ctx, client.ObjectKeyFromObject(js), &jobsetv1alpha2.JobSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 	})
+}
+
+// mountsNot checks that no pod of JobSet jobSet mounts the PVC pvc, which JobSet holder holds.
+func mountsNot(ctx context.Context, t *testing.T, c client.Client, ns, jobSet, pvc, holder string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: jobSet}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc {
+				t.Fatalf("pod %s of JobSet %s mounts JobSet %s's PVC %s", p.Name, jobSet, holder, pvc)
+			}
+		}
+	}
 }
 
 // unchanged checks that the PVC ns/name is still the one of uid, not deleted, with no owner,
@@ -158,17 +173,7 @@ func TestNameTakenNeverMounted(t *testing.T) {
 		})
 		// The pod of pod 1 waits: none is created with gpt's PVC, and gpt's PVC is as it was.
 		for range 10 {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: second.Name}); err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pods.Items {
-				for _, v := range p.Spec.Volumes {
-					if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "ckpt-gpt-eval-worker-0-1" {
-						t.Fatalf("pod %s mounts JobSet gpt's PVC ckpt-gpt-eval-worker-0-1", p.Name)
-					}
-				}
-			}
+			mountsNot(ctx, t, c, ns, second.Name, "ckpt-gpt-eval-worker-0-1", "gpt")
 			unchanged(ctx, t, c, ns, "ckpt-gpt-eval-worker-0-1", gptClaims["ckpt-gpt-eval-worker-0-1"], "gpt", gptUID)
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -217,10 +222,7 @@ func TestSharedNameTakenNeverMounted(t *testing.T) {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		const pvcName = "ckpt-base-bert"
-		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pvcs"}, Spec: corev1.ResourceQuotaSpec{
-			Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("0")},
-		}}
-		framework.CreateQuota(ctx, t, c, q)
+		q := framework.Quota(ctx, t, c, ns, "no-pvcs", corev1.ResourcePersistentVolumeClaims, "0")
 		jobSets := map[string]*jobsetv1alpha2.JobSet{
 			"base-bert": newJobSet(ns, "base-bert", `[{templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}}], retentionPolicy: {whenDeleted: Delete}}]`,
 				replicatedJob("w", 1, 1, "ckpt")),
@@ -233,15 +235,7 @@ func TestSharedNameTakenNeverMounted(t *testing.T) {
 			framework.CreateAll(ctx, t, c, js)
 		}
 		// Room for the PVC: whichever reconcile comes first makes it.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
-				return err
-			}
-			q.Spec.Hard[corev1.ResourcePersistentVolumeClaims] = resource.MustParse("10")
-			return c.Update(ctx, q)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		framework.RaiseQuota(ctx, t, c, q, corev1.ResourcePersistentVolumeClaims, "10")
 		var held corev1.PersistentVolumeClaim
 		framework.Eventually(ctx, t, time.Minute, "PVC "+pvcName+" made for one of the two", func(ctx context.Context) (bool, string, error) {
 			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &held)
@@ -331,6 +325,77 @@ func TestSharedNameTakenNeverMounted(t *testing.T) {
 		if n := checkPodVolumes(ctx, t, c, ns, waiter.Name, nil, map[string]string{tmpl: pvcName}); n == 0 {
 			t.Errorf("JobSet %s completed without pods", waiter.Name)
 		}
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// TestPodBeforeItsPVC: a pod can come before its PVC: the reconciler has not made it yet, or
+// cannot (here a quota holds back JobSet gpt-eval's 2Gi PVC). JobSet gpt (ReplicatedJob
+// eval-worker), admitted meanwhile since no PVC of the name exists, gives the same PVC name,
+// and its 1Gi PVC fits the quota. The pod of gpt-eval must never mount it: the Pod webhook
+// makes a pod's missing PVC itself, for the pod's JobSet, or denies the pod until it can, so
+// whoever makes the PVC first holds the name. gpt-eval is told (VolumeClaimNameTaken) and
+// waits; once the quota has room and gpt and its PVC are gone, it gets its own and runs.
+func TestPodBeforeItsPVC(t *testing.T) {
+	f := framework.NamespacedFeature("a pod that comes before its PVC never mounts another JobSet's of that name", "the pod waits, then runs on its own PVC", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		const pvcName = "ckpt-gpt-eval-worker-0-0"
+		q := framework.Quota(ctx, t, c, ns, "storage", corev1.ResourceRequestsStorage, "1Gi")
+		gptEval := newJobSet(ns, "gpt-eval", `[{targetReplicatedJobs: [worker], templates: [{metadata: {name: ckpt}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}}], retentionPolicy: {whenDeleted: Delete}}]`,
+			replicatedJob("worker", 1, 1, "ckpt"))
+		framework.CreateAll(ctx, t, c, gptEval)
+		// Its pod comes: created (it would then mount whatever PVC of its name appears), or
+		// denied for want of its PVC, which the quota holds back.
+		framework.Eventually(ctx, t, 30*time.Second, "gpt-eval's pod created or denied for want of its PVC", func(ctx context.Context) (bool, string, error) {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: gptEval.Name}); err != nil {
+				return false, err.Error(), nil
+			}
+			if len(pods.Items) > 0 {
+				return true, "", nil
+			}
+			var list corev1.EventList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			for _, e := range list.Items {
+				if e.Reason == "FailedCreate" && strings.HasPrefix(e.InvolvedObject.Name, gptEval.Name+"-worker-") && strings.Contains(e.Message, pvcName) {
+					return true, "", nil
+				}
+			}
+			return false, "no pod, and no FailedCreate Event naming " + pvcName, nil
+		})
+		var pvc corev1.PersistentVolumeClaim
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &pvc); !apierrors.IsNotFound(err) {
+			t.Fatalf("PVC %s: %v (labelled for %q), want none yet: the quota holds it back", pvcName, err, pvc.Labels[contract.JobSetNameLabelKey])
+		}
+
+		// gpt is admitted (no PVC of the name exists), and its PVC is made.
+		gpt := newJobSet(ns, "gpt", perPodPolicy("ckpt", "eval-worker", "{whenDeleted: Delete}"), replicatedJob("eval-worker", 1, 1, "ckpt"))
+		framework.CreateAll(ctx, t, c, gpt)
+		held := waitClaimsBound(ctx, t, c, ns, gpt.Name, []string{pvcName})[pvcName]
+		for range 10 {
+			mountsNot(ctx, t, c, ns, gptEval.Name, pvcName, gpt.Name)
+			time.Sleep(300 * time.Millisecond)
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &pvc); err != nil || pvc.UID != held || pvc.Labels[contract.JobSetNameLabelKey] != gpt.Name {
+			t.Fatalf("PVC %s changed: %v, uid %s (want %s), jobset-name %q", pvcName, err, pvc.UID, held, pvc.Labels[contract.JobSetNameLabelKey])
+		}
+		expectEvents(ctx, t, c, gptEval, "VolumeClaimNameTaken")
+
+		// Room in the quota, gpt and its PVC gone: gpt-eval gets its own PVC and runs.
+		framework.RaiseQuota(ctx, t, c, q, corev1.ResourceRequestsStorage, "10Gi")
+		deleteJobSet(ctx, t, c, gpt)
+		framework.Eventually(ctx, t, 30*time.Second, "gpt-eval's own PVC, made once gpt's is gone", func(ctx context.Context) (bool, string, error) {
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pvcName}, &pvc); err != nil {
+				return false, err.Error(), nil
+			}
+			return pvc.Annotations[contract.VolumeClaimJobSetUIDAnnotationKey] == string(gptEval.UID), "held by JobSet " + pvc.Labels[contract.JobSetNameLabelKey], nil
+		})
+		framework.WaitJobSet(ctx, t, c, gptEval, jobsetv1alpha2.JobSetCompleted)
+		checkPodVolumes(ctx, t, c, ns, gptEval.Name, map[string][]string{"worker": {"ckpt"}}, nil)
 		return ctx
 	})
 	testenv.Test(t, f)

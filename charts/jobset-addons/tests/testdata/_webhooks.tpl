@@ -2,7 +2,7 @@
 Test fixture, not part of the chart: hack/chart-verify.sh copies the chart, puts this file in
 place of templates/_webhooks.tpl and checks what "jobset-addons.webhookConfigurations" renders
 from it (tests/main.go, check-webhooks). volumeclaims has a mutating and a validating webhook,
-sequencer a validating one only, the others none.
+sequencer a validating one only, the others none; the Pod webhook declares side effects.
 */}}
 {{- define "jobset-addons.webhooks" -}}
 volumeclaims:
@@ -22,6 +22,7 @@ volumeclaims:
     - name: mpod.volumeclaims.jobset-addons.io
       path: /mutate--v1-pod
       timeoutSeconds: 5
+      sideEffects: NoneOnDryRun
       rules:
         - apiGroups: [""]
           apiVersions: ["v1"]

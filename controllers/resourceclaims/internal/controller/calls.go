@@ -23,9 +23,18 @@ import (
 // name for the same Job index and template (deleted, to be made again), or not ours, or ours
 // for another Job (left alone, and told).
 func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, out *outcome) {
+	// The cache lists only the JobSet's own claims by label: one of the name made for another
+	// JobSet's Job is looked up by name, as a create would say so only once the API server
+	// lets it through (a quota refuses it first).
+	if found := (&resourcev1.ResourceClaim{}); r.Client.Get(ctx, client.ObjectKeyFromObject(a.create), found) == nil &&
+		claims.Identity(a.create).Of(found) == contract.Foreign {
+		r.decide(ctx, js, a, found, out)
+		return
+	}
 	err := r.Client.Create(ctx, a.create)
 	if err == nil {
 		r.made.Created(a.create)
+		r.first.Made(js.UID, a.create.Name)
 		claimsCreated.Inc()
 		addon.CountObject(KindClaim, addon.ActionCreated, 1)
 		out.add(a.jobName, "created", a.create.Name, nil)
@@ -60,6 +69,11 @@ func (r *Reconciler) exists(ctx context.Context, js *jobsetv1alpha2.JobSet, a ac
 		out.add(a.jobName, "failed", a.create.Name, fmt.Errorf("reading %s, which exists: %w", a.create.Name, err))
 		return
 	}
+	r.decide(ctx, js, a, found, out)
+}
+
+// decide is what exists decides of found, the claim of a.create's name.
+func (r *Reconciler) decide(ctx context.Context, js *jobsetv1alpha2.JobSet, a action, found *resourcev1.ResourceClaim, out *outcome) {
 	switch {
 	case found.Labels[contract.ManagedByLabelKey] != contract.ResourceClaimsManagedByValue:
 		claimsSkipped.WithLabelValues("name-taken").Inc()
@@ -140,6 +154,11 @@ func (r *Reconciler) adopt(ctx context.Context, a action, out *outcome) {
 	r.changed.Wrote(a.adopt)
 	claimsAdopted.Inc()
 	addon.CountObject(KindClaim, addon.ActionUpdated, 1)
+	if ref := metav1.GetControllerOfNoCopy(a.adopt); ref != nil && r.first.Tell(ref.UID, a.adopt) {
+		// Made ahead by the Job webhook, for a Job that came first: told as created now.
+		claimsCreated.Inc()
+		out.add(a.jobName, "created", a.adopt.Name, nil)
+	}
 }
 
 // controlledBy tells whether o's controller has the UID uid.

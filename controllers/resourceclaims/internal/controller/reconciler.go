@@ -73,11 +73,16 @@ type Reconciler struct {
 	// ahead exist by the time JobSet creates the Job.
 	waiting addon.Waiting
 	retry   addon.Retries
+	// first tells the claims the Job webhook made ahead (for a Job that came before the
+	// reconcile that would have made them) from those this reconciler made, so that each is
+	// told as created when its Job adopts it.
+	first addon.MadeFirst
 }
 
 // SetupWithManager registers the reconciler for JobSets with templates, their Jobs and the
 // claims it manages.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.first = addon.MadeFirst{Started: time.Now().Truncate(time.Second), Told: &r.told}
 	// told keys JobSets and Jobs by UID.
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.told, &jobsetv1alpha2.JobSetList{}, &batchv1.JobList{}); err != nil {
 		return err

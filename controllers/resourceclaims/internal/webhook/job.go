@@ -3,19 +3,25 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"gomodules.xyz/jsonpatch/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
 // JobWebhook adds to a JobSet Job's pod template, on CREATE, the claims its templates give it
@@ -29,11 +35,20 @@ import (
 // JobSet creates it again with back-off, and the reconciler tells the JobSet
 // (ResourceClaimNameTaken). A claim made ahead for the Job, or left by an earlier Job of the
 // same JobSet, ReplicatedJob and index (a Job re-created, a JobSet of the same name), passes:
-// the reconciler makes it the Job's, or makes it again. So does a claim the cache does not
-// hold (a user's, one not seen yet).
+// the reconciler makes it the Job's, or makes it again.
+//
+// A claim the cache does not hold may be made any moment by another JobSet of a colliding
+// name, and the Job's pods would then get that Job's devices: so the webhook makes it itself
+// (Client), as the reconciler makes a claim ahead of its Job (owned by the JobSet, adopted by
+// the Job once it exists), and the first create wins (addon.MakeFirst). A create that collides
+// with another Job's claim denies the Job as above; one with a user's claim passes (the pods
+// use it); one that fails otherwise (a quota) denies the Job, naming the claim, until it can
+// be made. A dry run makes nothing (the chart declares sideEffects NoneOnDryRun).
 type JobWebhook struct {
 	Gates  featuregate.FeatureGate
 	Claims client.Reader
+	// Client makes the claims the cache does not hold; nil: none is made.
+	Client client.Client
 }
 
 var _ admission.Handler = (*JobWebhook)(nil)
@@ -55,9 +70,14 @@ func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admissio
 		logf.FromContext(ctx).Info("Denied a Job whose resource claim templates are invalid", "job", klog.KRef(req.Namespace, job.Name), "err", errs.ToAggregate())
 		return admission.Denied("resourceclaims: the Job's resource claim templates are invalid, so its pods cannot get their claims: " + errs.ToAggregate().Error())
 	}
-	if errs := w.taken(ctx, job, bindings); len(errs) > 0 {
+	errs, unmade := w.taken(ctx, job, bindings, ptr.Deref(req.DryRun, false))
+	if len(errs) > 0 {
 		logf.FromContext(ctx).V(2).Info("Denied a Job whose resource claim is another Job's", "job", klog.KRef(req.Namespace, job.Name), "err", errs.ToAggregate())
 		return addon.DenyTakenJob("resourceclaims", job, "that Job's devices", errs)
+	}
+	if unmade != "" {
+		logf.FromContext(ctx).V(2).Info("Denied a Job whose resource claim cannot be made yet", "job", klog.KRef(req.Namespace, job.Name), "reason", unmade)
+		return admission.Denied(fmt.Sprintf("resourceclaims: Job %s is not created while %s (JobSet retries it)", job.Name, unmade))
 	}
 	var warnings []string
 	for _, b := range bindings {
@@ -85,23 +105,51 @@ func (w *JobWebhook) Handle(ctx context.Context, req admission.Request) admissio
 	return admission.Patched("", ops...).WithWarnings(warnings...)
 }
 
-// taken lists the bindings whose claim exists in the cache and was made for another Job, at
-// the path of the template that gives it; a claim the cache does not give is not taken.
-func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, bindings []claims.Binding) field.ErrorList {
+// taken lists the bindings whose claim exists and was made for another Job, at the path of
+// the template that gives it. A claim the cache does not hold is made (make); unmade says why
+// one could not be.
+func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, bindings []claims.Binding, dryRun bool) (errs field.ErrorList, unmade string) {
 	if w.Claims == nil {
-		return nil
+		return nil, ""
 	}
-	var errs field.ErrorList
 	for i, b := range bindings {
 		if b.Shadowed {
 			continue
 		}
 		key := client.ObjectKey{Namespace: job.Namespace, Name: b.ClaimName}
-		holder := addon.ForeignHolder(ctx, w.Claims, key, &resourcev1.ResourceClaim{}, claims.Identity(claims.JobClaim(job, b)))
-		if holder == "" {
-			continue
+		id := claims.Identity(claims.JobClaim(job, b))
+		holder := addon.ForeignHolder(ctx, w.Claims, key, &resourcev1.ResourceClaim{}, id)
+		if holder == "" && !dryRun && unmade == "" {
+			holder, unmade = w.make(ctx, job, b, key, id)
 		}
-		errs = append(errs, field.Forbidden(claims.JobAnnotationPath.Index(i).Child("metadata", "name"), addon.Taken("the ResourceClaim "+b.ClaimName, holder)))
+		if holder != "" {
+			errs = append(errs, field.Forbidden(claims.JobAnnotationPath.Index(i).Child("metadata", "name"), addon.Taken("the ResourceClaim "+b.ClaimName, holder)))
+		}
 	}
-	return errs
+	return errs, unmade
+}
+
+// make makes b's claim ahead of the Job, for its JobSet, when the cache does not hold it
+// (addon.MakeFirst): holder names the other JobSet's claim of the name; unmade says why it
+// could not be made. Nothing is made for a Job that no JobSet controls.
+func (w *JobWebhook) make(ctx context.Context, job *batchv1.Job, b claims.Binding, key client.ObjectKey, id contract.Identity) (holder, unmade string) {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if w.Client == nil || ref == nil || ref.Kind != "JobSet" {
+		return "", ""
+	}
+	if err := w.Claims.Get(ctx, key, &resourcev1.ResourceClaim{}); !apierrors.IsNotFound(err) {
+		return "", "" // in the cache (and not another's), or the cache cannot say
+	}
+	index, _ := strconv.Atoi(job.Labels[contract.JobIndexLabelKey])
+	owner := claims.Owner(&metav1.ObjectMeta{Name: ref.Name, UID: ref.UID}, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
+	want := claims.Claim(job.Namespace, job.Labels[contract.JobSetNameLabelKey], job.Labels[contract.ReplicatedJobNameLabelKey], index, owner, b)
+	holder, made, err := addon.MakeFirst(ctx, w.Client, want, id)
+	switch {
+	case made:
+		logf.FromContext(ctx).V(2).Info("Made the Job's claim ahead of it", "claim", klog.KObj(want))
+		addon.CountObject("ResourceClaim", addon.ActionCreated, 1)
+	case err != nil && !addon.NamespaceTerminating(err):
+		return "", fmt.Sprintf("its ResourceClaim %s (template %s) does not exist yet and cannot be made: %v", b.ClaimName, b.Template.Name, err)
+	}
+	return holder, ""
 }

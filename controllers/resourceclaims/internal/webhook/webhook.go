@@ -49,6 +49,6 @@ func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burs
 	if err != nil {
 		return fmt.Errorf("registering the JobSet webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates, Claims: mgr.GetCache()})})
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates, Claims: mgr.GetCache(), Client: c})})
 	return nil
 }

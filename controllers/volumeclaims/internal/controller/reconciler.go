@@ -44,9 +44,12 @@ type Reconciler struct {
 	// them again. A PVC leaves it once the cache shows it, so a PVC of ours that someone
 	// deletes while the JobSet runs is created again.
 	made *addon.Made
-	// told holds, per JobSet, the PVCs told as reused and as held (VolumeClaimsHeld), and the
-	// refusals told (addon.Refusals), so that each is told once.
+	// told holds, per JobSet, the PVCs told as created, reused and held (VolumeClaimsHeld),
+	// and the refusals told (addon.Refusals), so that each is told once.
 	told addon.Told
+	// first tells the PVCs the Pod webhook made (for a pod that came before the reconcile
+	// that would have made its PVC) from those ensure made, so that each is told as created.
+	first addon.MadeFirst
 
 	mu     sync.Mutex
 	claims map[types.NamespacedName]*jobSetClaims
@@ -59,6 +62,7 @@ type Reconciler struct {
 // PVCs it manages (those that hold a JobSet's name for another JobSet reconcile the waiting
 // JobSet as they go).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.first = addon.MadeFirst{Started: time.Now().Truncate(time.Second), Told: &r.told}
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.told, &jobsetv1alpha2.JobSetList{}); err != nil {
 		return err
 	}
@@ -178,20 +182,31 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 				reconcileErrors.WithLabelValues("adopt").Inc()
 				return
 			}
-			if fromEarlier && r.told.Once(js.UID, c.Name) {
+			switch {
+			case fromEarlier && r.told.Once(js.UID, c.Name):
 				reused.add(c.Name, nil)
 				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+			case !fromEarlier && r.first.Tell(js.UID, pvc):
+				created.add(c.Name, nil)
+				claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
 			}
 			return
 		}
 		if users.Has(c.Name) || made.Has(types.NamespacedName{Namespace: js.Namespace, Name: c.Name}) {
 			return // a user's; or created by an earlier reconcile, and the cache has not shown it yet
 		}
+		if pvc := r.other(ctx, js.Namespace, c.Name); pvc != nil && c.Identity(js).Of(pvc) == contract.Foreign {
+			// Another JobSet's, of this name (a create would say so only once the API server
+			// lets it through: a quota refuses it first).
+			taken.add(c.Name, r.nameTaken(js, c, pvc))
+			return
+		}
 		pvc := c.PVC(js)
 		err := r.Client.Create(ctx, pvc)
 		switch {
 		case err == nil:
 			r.made.Created(pvc)
+			r.first.Made(js.UID, c.Name)
 			created.add(c.Name, nil)
 			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
 			addon.CountObject(KindPVC, addon.ActionCreated, 1)
@@ -212,6 +227,16 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 	})
 	r.tellEnsured(ctx, js, &created, &reused)
 	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused), r.tellTaken(js, &taken))
+}
+
+// other is the add-on's PVC of name in namespace that the cache holds for another JobSet (it
+// lists only the JobSet's own by label), or nil.
+func (r *Reconciler) other(ctx context.Context, namespace, name string) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
+		return nil
+	}
+	return pvc
 }
 
 // exists decides about the PVC of c's name that exists and that the cache did not show

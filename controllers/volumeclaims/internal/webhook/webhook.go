@@ -34,9 +34,9 @@ const (
 const DryRunRemember = 10 * time.Second
 
 // Register adds the three webhooks to mgr's webhook server. The manager's scheme must know the
-// JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs go through a client
-// of their own, with a rate limit of their own (qps, burst), so that admission never waits
-// behind the reconciler's API calls.
+// JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs, and the PVCs the
+// Pod webhook makes, go through a client of their own, with a rate limit of their own (qps,
+// burst), so that admission never waits behind the reconciler's API calls.
 func Register(mgr ctrl.Manager, qps float32, burst int) error {
 	c, err := addon.NewDryRunClient(mgr, qps, burst)
 	if err != nil {
@@ -46,6 +46,6 @@ func Register(mgr ctrl.Manager, qps float32, burst int) error {
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, hook); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: addon.CountRefusals("pod", &PodWebhook{Claims: mgr.GetCache()})})
+	mgr.GetWebhookServer().Register(MutatePodPath, &admission.Webhook{Handler: addon.CountRefusals("pod", &PodWebhook{Claims: mgr.GetCache(), JobSets: mgr.GetCache(), Client: c})})
 	return nil
 }

@@ -314,6 +314,32 @@ type PodVolume struct {
 	// Identity is whose the PVC the volume names must be (contract.Identity.Of): the pod's
 	// JobSet (its name and UID labels), template, ReplicatedJob and indexes.
 	Identity contract.Identity
+	// Claim is the PVC the volume names, as far as the pod tells: its name, its template's
+	// name, and the ReplicatedJob and indexes of a per-pod one (Of completes it).
+	Claim Claim
+}
+
+// Of is v's Claim completed from js's policies: the template (its spec, labels and
+// annotations), the policy and its retention, so that Claim.PVC makes the very PVC the
+// reconciler makes. ok is false when no policy of js has v's template for v's ReplicatedJob
+// (or, for a shared one, as a shared template).
+func (v PodVolume) Of(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) (Claim, bool) {
+	c := v.Claim
+	for i, p := range policies {
+		if p.Shared() != c.Shared() || (!c.Shared() && !slices.Contains(p.TargetReplicatedJobs, c.ReplicatedJob)) {
+			continue
+		}
+		for j := range p.Templates {
+			if p.Templates[j].Name == c.Template.Name {
+				c.Template, c.Policy, c.Retention = &p.Templates[j], i, p.RetentionPolicy
+				if !c.Shared() {
+					c.Targets = p.TargetReplicatedJobs
+				}
+				return c, true
+			}
+		}
+	}
+	return Claim{}, false
 }
 
 // PodVolumes are the per-pod volumes to set in pod, from the labels and annotations JobSet, the
@@ -347,7 +373,7 @@ func PodVolumes(pod *corev1.Pod) ([]PodVolume, error) {
 			return nil, err
 		}
 		c := Claim{Name: claim, Template: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}, ReplicatedJob: rj, JobIndex: jobIndex, PodIndex: podIndex}
-		vols = append(vols, PodVolume{Index: i, Volume: ClaimVolume(name, claim), Identity: c.Identity(&jobsetv1alpha2.JobSet{
+		vols = append(vols, PodVolume{Index: i, Volume: ClaimVolume(name, claim), Claim: c, Identity: c.Identity(&jobsetv1alpha2.JobSet{
 			ObjectMeta: metav1.ObjectMeta{Name: jobSet, UID: types.UID(pod.Labels[contract.JobSetUIDLabelKey])},
 		})})
 	}
@@ -372,7 +398,7 @@ func SharedVolumes(pod *corev1.Pod) []PodVolume {
 			continue // not the shared PVC's volume (the JobSet webhook put none): nothing to check
 		}
 		c := Claim{Name: claim, Template: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-		vols = append(vols, PodVolume{Index: -1, Volume: ClaimVolume(name, claim), Identity: c.Identity(js)})
+		vols = append(vols, PodVolume{Index: -1, Volume: ClaimVolume(name, claim), Claim: c, Identity: c.Identity(js)})
 	}
 	return vols
 }
