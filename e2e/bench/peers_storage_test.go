@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/testbed"
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
@@ -104,9 +105,11 @@ var runsAnHour = metav1.ObjectMeta{Annotations: map[string]string{testbed.DelayA
 var dataMount = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 
 // volumeClaimsPeers: per-pod PVCs of one JobSet ($PEERS_VOLUMECLAIMS_JOBS Jobs, 200, x
-// $PEERS_VOLUMECLAIMS_PODS pods, 10) against a StatefulSet of as many replicas (Parallel, one
-// volumeClaimTemplate) and an Indexed Job of as many pods with a generic ephemeral volume;
-// smoke: 10 x 10 against the StatefulSet only.
+// $PEERS_VOLUMECLAIMS_PODS pods, 10) against the same JobSet with a generic ephemeral volume in
+// its pod template (the choice a JobSet user makes: JobSet's own cost is on both sides), and,
+// as context, a StatefulSet of as many replicas (Parallel, one volumeClaimTemplate) and an
+// Indexed Job of as many pods with a generic ephemeral volume; smoke: 10 x 10 against the same
+// JobSet only.
 func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c client.Client, smoke bool) []peerPair {
 	jobs := envIntOr("PEERS_VOLUMECLAIMS_JOBS", 200)
 	perJob := envIntOr("PEERS_VOLUMECLAIMS_PODS", 10)
@@ -114,13 +117,24 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 		jobs, perJob = 10, 10
 	}
 	n := jobs * perJob
+	// jobSet is the one JobSet both same-JobSet sides make, its pods mounting the volume data.
+	jobSet := func(ns string) (*jobsetv1alpha2.JobSet, *corev1.PodSpec) {
+		rj := addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(int32(perJob)).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h")
+		return addontest.JobSet(ns, "peers").ReplicatedJobs(rj).Obj(), rj.PodSpec()
+	}
 	ours := peerSide{name: "volumeclaims (one JobSet)", procs: []string{"volumeclaims"}, run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
-		js := addontest.JobSet(ns, "peers").ReplicatedJobs(
-			addontest.ReplicatedJob("w").Replicas(int32(jobs)).Pods(int32(perJob)).Mount("data").PodAnnotation(testbed.DelayAnnotationKey, "1h"),
-		).Obj()
+		js, _ := jobSet(ns)
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`}
 		return peerWait(ctx, tb, ns, pvcResource, map[string]string{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, n, n, func() error { return createRetrying(ctx, c, js) })
 	}}
+	ephemeralSource := corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: pvcSpec()}}}
+	sameJobSet := peerSide{name: "generic ephemeral volume (the same JobSet)", procs: []string{kcmEphemeral}, setup: peerControllerManager(tb, kcmEphemeral, "ephemeral-volume-controller"),
+		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
+			js, pod := jobSet(ns)
+			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "data", VolumeSource: ephemeralSource})
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec = *pod
+			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, js) })
+		}}
 	statefulSet := peerSide{name: "StatefulSet", procs: []string{kcmStatefulSet}, setup: peerControllerManager(tb, kcmStatefulSet, "statefulset-controller"),
 		run: func(ctx context.Context, b *testing.B, c client.Client, ns string) (peerResult, error) {
 			labels := map[string]string{"app": "peers"}
@@ -147,15 +161,13 @@ func volumeClaimsPeers(ctx context.Context, b *testing.B, tb testbed.Config, c c
 					Template: corev1.PodTemplateSpec{ObjectMeta: runsAnHour, Spec: corev1.PodSpec{
 						RestartPolicy: corev1.RestartPolicyNever,
 						Containers:    []corev1.Container{{Name: "main", Image: "busybox", VolumeMounts: dataMount}},
-						Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
-							VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: pvcSpec()},
-						}}}},
+						Volumes:       []corev1.Volume{{Name: "data", VolumeSource: ephemeralSource}},
 					}},
 				},
 			}
 			return peerWait(ctx, tb, ns, pvcResource, nil, n, n, func() error { return createRetrying(ctx, c, job) })
 		}}
-	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs (%d Jobs x %d pods)", n, jobs, perJob), ours: ours, peers: []peerSide{statefulSet, ephemeral}}
+	pair := peerPair{name: fmt.Sprintf("volumeclaims: %d per-pod PVCs (%d Jobs x %d pods)", n, jobs, perJob), ours: ours, peers: []peerSide{sameJobSet, statefulSet, ephemeral}}
 	if smoke {
 		pair.peers = pair.peers[:1]
 	}

@@ -237,8 +237,8 @@ var smokeThresholds = []smokeThreshold{
 	{part: "podgroups: 300 Workloads", key: "cold", min: 0.4, from: "target 0.8; medians 0.78, 0.54, 0.75"},
 	// The peer pairs and the hand-off against upstream: reported, not checked (their baseline
 	// is a peer's speed). Their figures over runs: docs/performance/scale.md.
-	{part: "peers: volumeclaims", key: "peer-time", report: true, from: "target 1.0 (the StatefulSet's time / ours)"},
-	{part: "peers: volumeclaims", key: "peer-cpu", report: true, from: "target 1.0 (the StatefulSet's CPU per PVC / ours)"},
+	{part: "peers: volumeclaims", key: "peer-time", report: true, from: "target 1.0 (the same JobSet with an ephemeral volume: its time / ours)"},
+	{part: "peers: volumeclaims", key: "peer-cpu", report: true, from: "target 1.0 (the same JobSet with an ephemeral volume: its CPU per PVC / ours)"},
 	{part: "peers: resourceclaims", key: "peer-time", report: true, from: "target 1.0 (the template's time / ours)"},
 	{part: "peers: resourceclaims", key: "peer-cpu", report: true, from: "target 1.0 (the template's CPU per claim / ours)"},
 	{part: "peers: podgroups", key: "peer-time", report: true, from: "target 1.0 (Kueue's time / ours)"},
