@@ -58,7 +58,7 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			common.Bind(fs, 10, "", "claim templates")
+			common.Bind(fs, 10, "", "claim templates, and the claims its Job webhook makes for a Job that comes first")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (claim creates, deletes) one reconcile makes at once")
 			fs.Float32Var(&adoptQPS, "adopt-qps", 50, "Queries per second for handing claims made ahead of their Jobs to the Jobs, apart from --kube-api-qps, so that this housekeeping never delays a claim's creation")
 			fs.IntVar(&adoptBurst, "adopt-burst", 100, "Burst for --adopt-qps")

@@ -51,7 +51,7 @@ func main() {
 		MutatingWebhooks:   true,
 		ValidatingWebhooks: true,
 		Flags: func(fs *pflag.FlagSet) {
-			common.Bind(fs, 10, "", "PVC templates")
+			common.Bind(fs, 10, "", "PVC templates, and the PVCs its Pod webhook makes for a pod that comes first")
 			fs.IntVar(&workers, "claim-workers", 16, "API calls (PVC creates, deletes) one reconcile makes at once")
 		},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, _ featuregate.FeatureGate) error {

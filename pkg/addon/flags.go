@@ -159,6 +159,6 @@ func (f *ControllerFlags) Bind(fs *pflag.FlagSet, concurrency int, why, dryRunsO
 		help += " (" + why + ")"
 	}
 	fs.IntVar(&f.ConcurrentReconciles, "concurrent-reconciles", concurrency, help)
-	fs.Float32Var(&f.WebhookQPS, "webhook-api-qps", 100, "Queries per second for the JobSet webhook's dry runs of "+dryRunsOf+", apart from --kube-api-qps, so that admission never waits behind the reconciler")
+	fs.Float32Var(&f.WebhookQPS, "webhook-api-qps", 100, "Queries per second for the webhooks' calls: the JobSet webhook's dry runs of "+dryRunsOf+"; apart from --kube-api-qps, so that admission never waits behind the reconciler")
 	fs.IntVar(&f.WebhookBurst, "webhook-api-burst", 200, "Burst for --webhook-api-qps")
 }
