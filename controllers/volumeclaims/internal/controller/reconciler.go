@@ -164,32 +164,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // earlier JobSet of the same name left. made are the PVCs created that the cache did not show
 // when the reconcile began.
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, claims []volumeclaims.Claim, existing map[string]*corev1.PersistentVolumeClaim, made sets.Set[types.NamespacedName]) error {
-	key := client.ObjectKeyFromObject(js)
-	users := r.usersOf(key, js.UID)
-	var created, reused, failed, taken result
-	var refused addon.Refusals
+	users := r.usersOf(client.ObjectKeyFromObject(js), js.UID)
+	var o ensured
 	r.parallel(ctx, len(claims), func(i int) {
 		c := claims[i]
 		if pvc, ok := existing[c.Name]; ok {
-			if c.Identity(js).Of(pvc) == contract.Foreign {
-				// This JobSet's name, another part of it (names are joined with "-").
-				taken.add(c.Name, r.nameTaken(js, c, pvc))
-				return
-			}
-			fromEarlier, err := r.adopt(ctx, js, c, pvc)
-			if err != nil {
-				failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
-				reconcileErrors.WithLabelValues("adopt").Inc()
-				return
-			}
-			switch {
-			case fromEarlier && r.told.Once(js.UID, c.Name):
-				reused.add(c.Name, nil)
-				claimsReused.WithLabelValues(scope(c.Shared())).Inc()
-			case !fromEarlier && r.first.Tell(js.UID, pvc):
-				created.add(c.Name, nil)
-				claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
-			}
+			r.found(ctx, js, c, pvc, &o)
 			return
 		}
 		if users.Has(c.Name) || made.Has(types.NamespacedName{Namespace: js.Namespace, Name: c.Name}) {
@@ -198,35 +178,70 @@ func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, clai
 		if pvc := r.other(ctx, js.Namespace, c.Name); pvc != nil && c.Identity(js).Of(pvc) == contract.Foreign {
 			// Another JobSet's, of this name (a create would say so only once the API server
 			// lets it through: a quota refuses it first).
-			taken.add(c.Name, r.nameTaken(js, c, pvc))
+			o.taken.add(c.Name, r.nameTaken(js, c, pvc))
 			return
 		}
-		pvc := c.PVC(js)
-		err := r.Client.Create(ctx, pvc)
-		switch {
-		case err == nil:
-			r.made.Created(pvc)
-			r.first.Made(js.UID, c.Name)
-			created.add(c.Name, nil)
-			claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
-			addon.CountObject(KindPVC, addon.ActionCreated, 1)
-		case apierrors.IsAlreadyExists(err):
-			r.exists(ctx, js, c, pvc, &reused, &taken)
-		case addon.NamespaceTerminating(err):
-			// The JobSet goes with its namespace: nothing to make, tell or retry.
-		case addon.Classify(err) == addon.Refused:
-			refused.Add(c.Template.Name, c.Name, err)
-			reconcileErrors.WithLabelValues("refused").Inc()
-			addon.CountObject(KindPVC, addon.ActionFailed, 1)
-			return
-		default:
-			failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
-			reconcileErrors.WithLabelValues("create").Inc()
-			addon.CountObject(KindPVC, addon.ActionFailed, 1)
-		}
+		r.create(ctx, js, c, &o)
 	})
-	r.tellEnsured(ctx, js, &created, &reused)
-	return errors.Join(failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &refused), r.tellTaken(js, &taken))
+	r.tellEnsured(ctx, js, &o.created, &o.reused)
+	return errors.Join(o.failed.report(js, r.Recorder, actionCreate), r.tellRefused(js, &o.refused), r.tellTaken(js, &o.taken))
+}
+
+// ensured gathers, from ensure's workers, what it did claim by claim.
+type ensured struct {
+	created, reused, failed, taken result
+	refused                        addon.Refusals
+}
+
+// found decides about c's PVC, which the cache shows with the JobSet's name: another part's of
+// the JobSet (taken), or its own, adopted (an earlier JobSet's: reused; one the Pod webhook
+// made: told as created).
+func (r *Reconciler) found(ctx context.Context, js *jobsetv1alpha2.JobSet, c volumeclaims.Claim, pvc *corev1.PersistentVolumeClaim, o *ensured) {
+	if c.Identity(js).Of(pvc) == contract.Foreign {
+		// This JobSet's name, another part of it (names are joined with "-").
+		o.taken.add(c.Name, r.nameTaken(js, c, pvc))
+		return
+	}
+	fromEarlier, err := r.adopt(ctx, js, c, pvc)
+	if err != nil {
+		o.failed.add(c.Name, fmt.Errorf("adopting %s: %w", c.Name, err))
+		reconcileErrors.WithLabelValues("adopt").Inc()
+		return
+	}
+	switch {
+	case fromEarlier && r.told.Once(js.UID, c.Name):
+		o.reused.add(c.Name, nil)
+		claimsReused.WithLabelValues(scope(c.Shared())).Inc()
+	case !fromEarlier && r.first.Tell(js.UID, pvc):
+		o.created.add(c.Name, nil)
+		claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+	}
+}
+
+// create creates c's PVC, which the cache does not show.
+func (r *Reconciler) create(ctx context.Context, js *jobsetv1alpha2.JobSet, c volumeclaims.Claim, o *ensured) {
+	pvc := c.PVC(js)
+	err := r.Client.Create(ctx, pvc)
+	switch {
+	case err == nil:
+		r.made.Created(pvc)
+		r.first.Made(js.UID, c.Name)
+		o.created.add(c.Name, nil)
+		claimsCreated.WithLabelValues(scope(c.Shared())).Inc()
+		addon.CountObject(KindPVC, addon.ActionCreated, 1)
+	case apierrors.IsAlreadyExists(err):
+		r.exists(ctx, js, c, pvc, &o.reused, &o.taken)
+	case addon.NamespaceTerminating(err):
+		// The JobSet goes with its namespace: nothing to make, tell or retry.
+	case addon.Classify(err) == addon.Refused:
+		o.refused.Add(c.Template.Name, c.Name, err)
+		reconcileErrors.WithLabelValues("refused").Inc()
+		addon.CountObject(KindPVC, addon.ActionFailed, 1)
+	default:
+		o.failed.add(c.Name, fmt.Errorf("creating %s: %w", c.Name, err))
+		reconcileErrors.WithLabelValues("create").Inc()
+		addon.CountObject(KindPVC, addon.ActionFailed, 1)
+	}
 }
 
 // other is the add-on's PVC of name in namespace that the cache holds for another JobSet (it
