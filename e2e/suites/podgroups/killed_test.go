@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -38,6 +39,15 @@ func TestKilled(t *testing.T) {
 		framework.Eventually(ctx, t, 30*time.Second, "stage 0's PodGroupCreated Event", func(ctx context.Context) (bool, string, error) {
 			reasons, err := framework.EventReasons(ctx, c, js)
 			return err == nil && reasons["PodGroupCreated"] == 1, fmt.Sprint(reasons), nil
+		})
+		// And once JobSet has made both Jobs: podgroups' Job webhook (failurePolicy Fail) refuses
+		// a ganged Job while podgroups is down, and JobSet makes them at once, not by stage.
+		framework.Eventually(ctx, t, 30*time.Second, "both Jobs made", func(ctx context.Context) (bool, string, error) {
+			var jobs batchv1.JobList
+			if err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: js.Name}); err != nil {
+				return false, err.Error(), nil
+			}
+			return len(jobs.Items) == 2, fmt.Sprintf("%d Jobs", len(jobs.Items)), nil
 		})
 		if err := framework.KillAddon(tb, addonName); err != nil {
 			t.Fatal(err)
