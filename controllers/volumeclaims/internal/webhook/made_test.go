@@ -85,6 +85,9 @@ func TestPodWebhookMakesItsPVC(t *testing.T) {
 				ReplicatedJobs(addontest.ReplicatedJob("worker").Mount("ckpt", "data")).Obj(),
 			wantCode: http.StatusOK,
 		},
+		"a pod of an index the JobSet does not have (its labels are not the JobSet's word): nothing made": {
+			pod: pod("gpt-eval", "worker", 7, 0, "ckpt").Label(contract.JobSetUIDLabelKey, uid).Obj(), jobSet: js, wantCode: http.StatusOK,
+		},
 		"the pod's JobSet is gone: nothing made": {
 			pod: perPod(), wantCode: http.StatusOK,
 		},

@@ -33,6 +33,13 @@ type PodVolume struct {
 // (or, for a shared one, as a shared template).
 func (v PodVolume) Of(js *jobsetv1alpha2.JobSet, policies []contract.VolumeClaimPolicy) (Claim, bool) {
 	c := v.Claim
+	if !c.Shared() {
+		// Only an index the JobSet has: a pod's labels are not the JobSet's word.
+		rj := ReplicatedJob(js, c.ReplicatedJob)
+		if rj == nil || c.JobIndex >= int(rj.Replicas) || c.PodIndex >= Completions(rj) {
+			return Claim{}, false
+		}
+	}
 	for i, p := range policies {
 		if p.Shared() != c.Shared() || (!c.Shared() && !slices.Contains(p.TargetReplicatedJobs, c.ReplicatedJob)) {
 			continue
