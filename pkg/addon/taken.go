@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -61,11 +62,14 @@ func MakeFirst(ctx context.Context, c client.Client, want client.Object, id cont
 	if !apierrors.IsAlreadyExists(err) {
 		return "", false, err
 	}
-	// A zero object of want's type: a read into a copy of want would keep want's labels
-	// where the one of the name has none.
+	// A zero object of want's type (and kind, when unstructured): a read into a copy of want
+	// would keep want's labels where the one of the name has none.
 	have, ok := reflect.New(reflect.TypeOf(want).Elem()).Interface().(client.Object)
 	if !ok {
 		return "", false, fmt.Errorf("%T is not a client.Object", want)
+	}
+	if u, ok := want.(*unstructured.Unstructured); ok {
+		have.(*unstructured.Unstructured).SetGroupVersionKind(u.GroupVersionKind())
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
 		return "", false, err
@@ -120,19 +124,22 @@ type MadeFirst struct {
 	// is told.
 	Started time.Time
 	Told    *Told
+	// Kind tells one kind's objects from another's of the same name, where one Told holds
+	// several kinds.
+	Kind string
 }
 
 // Made marks name, made by the reconciler for the JobSet uid (and told then).
 func (m MadeFirst) Made(uid types.UID, name string) {
 	if m.Told != nil {
-		m.Told.Once(uid, madeKey(name))
+		m.Told.Once(uid, m.key(name))
 	}
 }
 
 // Tell says whether o, the JobSet uid's, was made by the webhook since the process began and
 // is not told yet; it is then told from now on.
 func (m MadeFirst) Tell(uid types.UID, o metav1.Object) bool {
-	return m.Told != nil && !m.Started.IsZero() && !o.GetCreationTimestamp().Time.Before(m.Started) && m.Told.Once(uid, madeKey(o.GetName()))
+	return m.Told != nil && !m.Started.IsZero() && !o.GetCreationTimestamp().Time.Before(m.Started) && m.Told.Once(uid, m.key(o.GetName()))
 }
 
-func madeKey(name string) string { return "made\x00" + name }
+func (m MadeFirst) key(name string) string { return "made\x00" + m.Kind + "\x00" + name }

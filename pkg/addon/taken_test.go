@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -92,6 +93,15 @@ func TestMakeFirst(t *testing.T) {
 		if err != nil || holder != tc.holder || made != tc.made {
 			t.Errorf("MakeFirst(%s) = %q, %t, %v; want %q, %t", name, holder, made, err, tc.holder, tc.made)
 		}
+	}
+	// An unstructured object (a kind of no Go type here) is read back at its kind.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	u.SetNamespace("ns")
+	u.SetName("taken")
+	u.SetLabels(want("taken").Labels)
+	if holder, made, err := MakeFirst(context.Background(), c, u, id); err != nil || made || holder != "JobSet train for stage=0" {
+		t.Errorf("MakeFirst(unstructured taken) = %q, %t, %v; want JobSet train", holder, made, err)
 	}
 	var got corev1.ConfigMap
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "users"}, &got); err != nil || len(got.Labels) > 0 {

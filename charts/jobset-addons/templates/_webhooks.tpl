@@ -166,6 +166,9 @@ podgroups:
     - name: mjob.podgroups.jobset-addons.io
       path: /mutate-batch-v1-job
       timeoutSeconds: 5
+      # A Job that comes before its gang object has the webhook make it ahead of it, for its
+      # JobSet (so that no JobSet of a colliding name makes one first); never on a dry run.
+      sideEffects: NoneOnDryRun
       rules:
         - apiGroups: ["batch"]
           apiVersions: ["v1"]

@@ -1,7 +1,11 @@
 package backend
 
 import (
+	"fmt"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
@@ -36,18 +40,10 @@ type Named struct {
 // composite is the kind of CompositePodGroup served (ServedCompositeKind); zero: none, and no
 // CompositePodGroup is listed.
 func JobObjects(b Backend, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, rj, job string, composite schema.GroupVersionKind) []Named {
-	i := -1
-	for gi, g := range gangs {
-		for _, name := range g.Stage.ReplicatedJobs {
-			if name == rj {
-				i = gi
-			}
-		}
-	}
-	if i < 0 {
+	g, ok := GangOf(gangs, rj)
+	if !ok {
 		return nil
 	}
-	g := gangs[i]
 	var out []Named
 	if wb, ok := b.(Workloads); ok {
 		if name, err := contract.WorkloadName(js.Name); err == nil {
@@ -92,4 +88,42 @@ func Objects(b Backend, js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, compo
 		}
 	}
 	return out
+}
+
+// GangOf is the gang of gangs that ReplicatedJob rj is in, and whether there is one.
+func GangOf(gangs []podgroups.Gang, rj string) (podgroups.Gang, bool) {
+	for _, g := range gangs {
+		if slices.Contains(g.Stage.ReplicatedJobs, rj) {
+			return g, true
+		}
+	}
+	return podgroups.Gang{}, false
+}
+
+// Build is o, one of the gang objects of the JobSet's gangs (JobObjects, Objects), as the
+// reconciler makes it: the JobSet's Workload, a composite gang's CompositePodGroup (at o's
+// kind), or a unit's PodGroup. class is a gang's priority class, queue Volcano's default.
+func (o Named) Build(b Backend, js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang, class func(podgroups.Gang) string, queue string) (client.Object, error) {
+	if wb, ok := b.(Workloads); ok && o.Kind == wb.WorkloadKind() {
+		return wb.BuildWorkload(js, gangs, s, class)
+	}
+	if o.Kind == b.Kind() {
+		for _, u := range podgroups.Units(gangs) {
+			if u.Name == o.Name {
+				return b.Build(js, u, s, class(u), queue), nil
+			}
+		}
+	}
+	if cb, ok := b.(Composites); ok {
+		for _, g := range gangs {
+			if g.Name == o.Name && len(g.Jobs) > 0 {
+				cpg, err := cb.BuildComposite(js, g, s, class(g))
+				if err != nil {
+					return nil, err
+				}
+				return CompositeObject(cpg, o.Kind)
+			}
+		}
+	}
+	return nil, fmt.Errorf("no gang of JobSet %s is %s", js.Name, o.What)
 }

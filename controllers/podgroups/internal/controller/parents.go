@@ -52,11 +52,11 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	if err != nil || going || pending {
 		return pending, pending, err
 	}
-	k := kind[*schedulingv1beta1.Workload]{name: "Workload", made: r.madeWorkloads, adopt: wb.AdoptWorkload,
+	k := kind[*schedulingv1beta1.Workload]{name: "Workload", made: r.madeWorkloads, first: r.first("Workload"), adopt: wb.AdoptWorkload,
 		newObj: func() *schedulingv1beta1.Workload { return &schedulingv1beta1.Workload{} }}
 	did, got, err := write(ctx, r, js, k, want, have)
 	switch did {
-	case created:
+	case created, madeFirst:
 		workloadsWritten.WithLabelValues("created").Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a Workload", "workload", want.Name, "templates", len(p.gangs))
 		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonWorkloadCreated, actionCreate,
@@ -94,7 +94,7 @@ func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.Job
 	if err != nil || going || pending {
 		return pending, err
 	}
-	k := kind[*unstructured.Unstructured]{name: "CompositePodGroup", made: r.madeComposites,
+	k := kind[*unstructured.Unstructured]{name: "CompositePodGroup", made: r.madeComposites, first: r.first("CompositePodGroup"),
 		newObj: func() *unstructured.Unstructured {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(r.CompositeKind)
@@ -103,7 +103,7 @@ func (r *Reconciler) ensureComposite(ctx context.Context, js *jobsetv1alpha2.Job
 		adopt: func(have, want *unstructured.Unstructured) { backend.AdoptMeta(have, want) }}
 	did, got, err := write(ctx, r, js, k, want, have)
 	switch did {
-	case created:
+	case created, madeFirst:
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a CompositePodGroup", "compositePodGroup", g.Name, "jobs", len(g.Jobs))
 		addon.Tell(r.Recorder, js, want, corev1.EventTypeNormal, ReasonCompositeCreated, actionCreate,
 			"Created CompositePodGroup %s: all of its %d Jobs or none, each Job a PodGroup of its own", g.Name, len(g.Jobs))

@@ -19,11 +19,11 @@ import (
 func (r *Reconciler) ensure(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, g podgroups.Gang, have client.Object) error {
 	b := p.backend
 	want := b.Build(js, g, p.settings, r.priorityClass(g), r.DefaultQueue)
-	k := kind[client.Object]{name: "PodGroup", made: r.made, newObj: b.NewPodGroup, adopt: b.Adopt, replace: b.NeedsReplace}
+	k := kind[client.Object]{name: "PodGroup", made: r.made, first: r.first("PodGroup"), newObj: b.NewPodGroup, adopt: b.Adopt, replace: b.NeedsReplace}
 	did, got, err := write(ctx, r, js, k, want, have)
 	scheduler := string(b.Scheduler())
 	switch did {
-	case created:
+	case created, madeFirst:
 		podGroupsCreated.WithLabelValues(scheduler).Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Created a PodGroup", "podGroup", g.Name, "minMember", g.MinMember)
 		addon.Tell(r.Recorder, js, got, corev1.EventTypeNormal, ReasonCreated, actionCreate,

@@ -66,6 +66,10 @@ type Reconciler struct {
 	deleted *addon.Changed
 
 	warned addon.Told
+	// started is when the process began: the gang objects the Job webhook made since (for a
+	// Job that came before the reconcile that would have made them) are told as created when
+	// the reconciler first finds them (first).
+	started time.Time
 	// waiting holds, per gang object made for another JobSet under the name of one of a
 	// JobSet's gangs, the JobSets that wait for it to go; retry, the JobSets whose object went,
 	// which their next reconcile nudges (retryHeld).
@@ -98,6 +102,12 @@ func indexed(installed map[contract.Scheduler]backend.Backend, composite schema.
 	return objs
 }
 
+// first tells the objects of kind the Job webhook made from those the reconciler made
+// (addon.MadeFirst), in warned.
+func (r *Reconciler) first(kind string) addon.MadeFirst {
+	return addon.MadeFirst{Started: r.started, Told: &r.warned, Kind: kind}
+}
+
 // composites tells whether composite gangs are made: CompositePodGroup was served at start.
 func (r *Reconciler) composites() bool { return !r.CompositeKind.Empty() }
 
@@ -105,6 +115,7 @@ func (r *Reconciler) composites() bool { return !r.CompositeKind.Empty() }
 // Jobs (a stage's Jobs finishing ends its PodGroup; upstream dependsOn creating a later stage's
 // Jobs starts it) and for our PodGroups (one deleted by hand is made again).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.started = time.Now().Truncate(time.Second)
 	if err := addon.ForgetGone(mgr, addon.DefaultForgetEvery, &r.warned, &jobsetv1alpha2.JobSetList{}); err != nil {
 		return err
 	}

@@ -40,12 +40,6 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 	}
 	jobs.Items = jobsets.OwnedJobs(js, jobs.Items)
 	attempt := jobsets.CurrentAttempt(js, jobs.Items)
-	released := contract.Released{RestartAttempt: attempt}
-	if v, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
-		if got, errs := contract.ParseReleased(v, nil); len(errs) == 0 && got.RestartAttempt == attempt {
-			released = got
-		}
-	}
 	created, complete := map[string]int32{}, map[string]int32{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
@@ -61,10 +55,7 @@ func (r *Reconciler) wanted(ctx context.Context, js *jobsetv1alpha2.JobSet, gang
 	var want []podgroups.Gang
 	for _, g := range gangs {
 		st := g.Stage
-		mayRun := released.StageReleased(st)
-		if !st.Gated && st.Index > 0 {
-			mayRun = slices.ContainsFunc(st.ReplicatedJobs, func(rj string) bool { return created[rj] > 0 })
-		}
+		mayRun := podgroups.MayRun(js, st, attempt, slices.ContainsFunc(st.ReplicatedJobs, func(rj string) bool { return created[rj] > 0 }))
 		finished := true
 		for _, name := range st.ReplicatedJobs {
 			if complete[name] < jobsets.ReplicatedJob(js, name).Replicas {

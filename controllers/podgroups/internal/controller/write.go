@@ -29,14 +29,18 @@ const (
 	// namespaceGoing: not made, the namespace being deleted (addon.NamespaceTerminating): the
 	// JobSet goes with it, and nothing is retried or made after it.
 	namespaceGoing
+	// madeFirst: ours, made by the Job webhook for a Job that came first (addon.MadeFirst), found
+	// now: told as created (and brought to want, if it differs).
+	madeFirst
 )
 
 // kind is how write makes, reads and changes objects of one kind T: kind names them in errors,
-// made remembers what was created, newObj is an empty one, adopt brings one of ours on the
+// made remembers what was created, first tells those the Job webhook made, newObj is an empty one, adopt brings one of ours on the
 // server (have) to want, and replace (if set) tells whether adopt cannot.
 type kind[T client.Object] struct {
 	name    string
 	made    *addon.Made
+	first   addon.MadeFirst
 	newObj  func() T
 	adopt   func(have, want T)
 	replace func(have, want T) bool
@@ -54,6 +58,7 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		err := r.Client.Create(ctx, want)
 		if err == nil {
 			k.made.Created(want)
+			k.first.Made(js.UID, want.GetName())
 			addon.CountObject(k.name, addon.ActionCreated, 1)
 			return created, want, nil
 		}
@@ -74,7 +79,11 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		}
 		have, read = whole, true
 	}
-	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+	first := k.first.Tell(js.UID, have)
+	if first {
+		addon.CountObject(k.name, addon.ActionCreated, 1)
+	}
+	if have.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash && !first {
 		return unchanged, none, nil
 	}
 	if !read {
@@ -82,9 +91,15 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), whole); err != nil {
 			return unchanged, none, client.IgnoreNotFound(err) // deleted meanwhile: the delete event brings us back
 		}
-		if !backend.Ours(whole, js) || whole.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+		if !backend.Ours(whole, js) {
 			return unchanged, none, nil // changed meanwhile: its event brings us back
 		}
+	}
+	if whole.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] == wantHash {
+		if first {
+			return madeFirst, whole, nil
+		}
+		return unchanged, none, nil // changed meanwhile: its event brings us back
 	}
 	if terminating(whole) {
 		return unchanged, none, nil // deleted, held by a finalizer: its removal brings us back
@@ -95,7 +110,11 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		}
 		return replaced, whole, nil
 	}
-	return update(ctx, r, k, whole, want)
+	did, got, err := update(ctx, r, k, whole, want)
+	if first && did == updated {
+		did = madeFirst
+	}
+	return did, got, err
 }
 
 // update brings whole (ours, as the apiserver has it) to want through k.adopt, and returns it

@@ -67,7 +67,11 @@ func Register(mgr ctrl.Manager, w *JobSetWebhook) error {
 	if err := addon.RegisterJobSetWebhooks(mgr, &jobsetv1alpha2.JobSet{}, w); err != nil {
 		return err
 	}
-	jobs := &JobWebhook{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: w.Backends, Installed: w.Installed, CompositeKind: w.CompositeKind}
+	jobs := &JobWebhook{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: w.Backends, Installed: w.Installed, CompositeKind: w.CompositeKind,
+		Classes: w.Classes, DefaultQueue: w.DefaultQueue}
+	if w.DryRun != nil {
+		jobs.Client = w.DryRun.Client // its own rate limit: admission never waits behind the reconciler
+	}
 	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", jobs)})
 	return nil
 }

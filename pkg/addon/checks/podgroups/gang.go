@@ -188,3 +188,20 @@ func StageLabel(stage int) string { return strconv.Itoa(stage) }
 
 // PodsPerJob is how many pods of one Job of the ReplicatedJob run at once (jobsets.PodsPerJob).
 func PodsPerJob(rj *jobsetv1alpha2.ReplicatedJob) int32 { return jobsets.PodsPerJob(rj) }
+
+// MayRun tells whether stage st of js may run in restart attempt attempt, so that its gang is
+// made: stage 0; a stage the sequencer gates once it released it in that attempt
+// (contract.ReleasedAnnotationKey); any other stage once a Job of it exists in that attempt
+// (created: upstream dependsOn holds its Jobs back until then).
+func MayRun(js *jobsetv1alpha2.JobSet, st contract.Stage, attempt int32, created bool) bool {
+	if !st.Gated && st.Index > 0 {
+		return created
+	}
+	released := contract.Released{RestartAttempt: attempt}
+	if v, ok := js.Annotations[contract.ReleasedAnnotationKey]; ok {
+		if got, errs := contract.ParseReleased(v, nil); len(errs) == 0 && got.RestartAttempt == attempt {
+			released = got
+		}
+	}
+	return released.StageReleased(st)
+}
