@@ -21,6 +21,7 @@ import (
 
 	"github.com/jobset-addons/jobset-addons/controllers/resourceclaims/internal/claims"
 	"github.com/jobset-addons/jobset-addons/pkg/addon"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/jobsets"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -44,10 +45,22 @@ import (
 // with another Job's claim denies the Job as above; one with a user's claim passes (the pods
 // use it); one that fails otherwise (a quota) denies the Job, naming the claim, until it can
 // be made. A dry run makes nothing (the chart declares sideEffects NoneOnDryRun).
+//
+// A Job's owner reference and labels are whatever its creator wrote, not the JobSet's word: a
+// claim is made only for a Job its JobSet makes (jobSet). The JobSet its controller reference
+// names must exist (JobSets, or the API server when the cache does not show it yet), with that
+// UID and the name of the Job's jobset-name label, have the ReplicatedJob of its
+// replicatedjob-name label, with an index in [0, replicas) in its job-index label, and give the
+// Job its name (jobsets.MadeByJobSet). Otherwise nothing is made and the Job is admitted as
+// before: the reconciler, which reads the JobSet, judges it.
 type JobWebhook struct {
 	Gates  featuregate.FeatureGate
 	Claims client.Reader
-	// Client makes the claims the cache does not hold; nil: none is made.
+	// JobSets reads a Job's JobSet (the manager's cache, which watches JobSets); nil: no claim
+	// is made.
+	JobSets client.Reader
+	// Client makes the claims the cache does not hold, and reads a JobSet the cache does not
+	// show yet; nil: none is made.
 	Client client.Client
 }
 
@@ -131,18 +144,20 @@ func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, bindings []cla
 
 // make makes b's claim ahead of the Job, for its JobSet, when the cache does not hold it
 // (addon.MakeFirst): holder names the other JobSet's claim of the name; unmade says why it
-// could not be made. Nothing is made for a Job that no JobSet controls.
+// could not be made. Nothing is made for a Job its JobSet does not make (jobSet).
 func (w *JobWebhook) make(ctx context.Context, job *batchv1.Job, b claims.Binding, key client.ObjectKey, id contract.Identity) (holder, unmade string) {
-	ref := metav1.GetControllerOfNoCopy(job)
-	if w.Client == nil || ref == nil || ref.Kind != "JobSet" {
+	if w.Client == nil || w.JobSets == nil {
 		return "", ""
 	}
 	if err := w.Claims.Get(ctx, key, &resourcev1.ResourceClaim{}); !apierrors.IsNotFound(err) {
 		return "", "" // in the cache (and not another's), or the cache cannot say
 	}
-	index, _ := strconv.Atoi(job.Labels[contract.JobIndexLabelKey])
-	owner := claims.Owner(&metav1.ObjectMeta{Name: ref.Name, UID: ref.UID}, jobsetv1alpha2.GroupVersion.WithKind("JobSet"))
-	want := claims.Claim(job.Namespace, job.Labels[contract.JobSetNameLabelKey], job.Labels[contract.ReplicatedJobNameLabelKey], index, owner, b)
+	js := w.jobSet(ctx, job)
+	if js == nil {
+		return "", ""
+	}
+	index, _ := strconv.Atoi(job.Labels[contract.JobIndexLabelKey]) // in [0, replicas): jobSet
+	want := claims.Claim(job.Namespace, js.Name, job.Labels[contract.ReplicatedJobNameLabelKey], index, claims.JobSetOwner(js), b)
 	holder, made, err := addon.MakeFirst(ctx, w.Client, want, id)
 	switch {
 	case made:
@@ -152,4 +167,28 @@ func (w *JobWebhook) make(ctx context.Context, job *batchv1.Job, b claims.Bindin
 		return "", fmt.Sprintf("its ResourceClaim %s (template %s) does not exist yet and cannot be made: %v", b.ClaimName, b.Template.Name, err)
 	}
 	return holder, ""
+}
+
+// jobSet is the JobSet that controls job, from the cache or, when the cache does not show it
+// or shows another of its name (an earlier JobSet), from the API server; nil unless that
+// JobSet makes the Job: the name of the Job's jobset-name label and the UID of its controller
+// reference, one of its ReplicatedJobs and an index below its replicas in the Job's labels,
+// and the name the JobSet gives that Job (jobsets.MadeByJobSet). A JobSet the cache trims (one
+// without templates, or managed elsewhere) has no ReplicatedJob there, so it makes no Job here.
+func (w *JobWebhook) jobSet(ctx context.Context, job *batchv1.Job) *jobsetv1alpha2.JobSet {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != "JobSet" || ref.Name != job.Labels[contract.JobSetNameLabelKey] {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
+	js := &jobsetv1alpha2.JobSet{}
+	err := w.JobSets.Get(ctx, key, js)
+	if apierrors.IsNotFound(err) || (err == nil && js.UID != ref.UID) {
+		js = &jobsetv1alpha2.JobSet{}
+		err = w.Client.Get(ctx, key, js) // the cache may be behind a JobSet just made
+	}
+	if err != nil || !jobsets.MadeByJobSet(js, job) {
+		return nil
+	}
+	return js
 }

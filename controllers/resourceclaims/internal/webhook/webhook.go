@@ -35,7 +35,8 @@ const (
 // JobSet types (jobsetv1alpha2.AddToScheme). The JobSet webhook's dry runs go through a client
 // of their own, with a rate limit of their own (qps, burst), so that admission never waits
 // behind the reconciler's API calls; an accepted template is not dry-run again for
-// DryRunRemember.
+// DryRunRemember. The Job webhook reads claims and JobSets from the manager's cache, and makes
+// claims, and reads a JobSet the cache does not show yet, through that client.
 func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burst int) error {
 	c, err := addon.NewDryRunClient(mgr, qps, burst)
 	if err != nil {
@@ -49,6 +50,6 @@ func Register(mgr ctrl.Manager, gates featuregate.FeatureGate, qps float32, burs
 	if err != nil {
 		return fmt.Errorf("registering the JobSet webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates, Claims: mgr.GetCache(), Client: c})})
+	mgr.GetWebhookServer().Register(MutateJobPath, &admission.Webhook{Handler: addon.CountRefusals("job", &JobWebhook{Gates: gates, Claims: mgr.GetCache(), JobSets: mgr.GetCache(), Client: c})})
 	return nil
 }
