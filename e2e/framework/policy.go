@@ -31,7 +31,14 @@ func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RefuseLabel: value}},
 		ResourceRules:  RulesOf(group, resource, admissionregistrationv1.Create),
 	}, "request.dryRun == true", RefusedMessage)
-	// The policy takes effect once the API server has loaded it.
+	WaitRefused(ctx, t, c, RefusedMessage, probe)
+}
+
+// WaitRefused waits until a policy that refuses with message has taken effect (the API server
+// has loaded it): probe, an object it refuses, created for real, is refused. One created
+// meanwhile is deleted.
+func WaitRefused(ctx context.Context, t *testing.T, c client.Client, message string, probe func() client.Object) {
+	t.Helper()
 	Eventually(ctx, t, 30*time.Second, "the policy in effect", func(ctx context.Context) (bool, string, error) {
 		obj := probe()
 		err := c.Create(ctx, obj)
@@ -39,7 +46,7 @@ func RefuseRealCreates(ctx context.Context, t *testing.T, c client.Client, group
 			_ = c.Delete(ctx, obj)
 			return false, "created", nil
 		}
-		return strings.Contains(err.Error(), RefusedMessage), err.Error(), nil
+		return strings.Contains(err.Error(), message), err.Error(), nil
 	})
 }
 
