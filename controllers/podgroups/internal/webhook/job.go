@@ -141,11 +141,12 @@ func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, dryRun bool) (
 // made tells whether the gang of the Job's ReplicatedJob rj is made as the Job is created, as
 // the reconciler would make it: the JobSet's one gang, or a stage that may run
 // (podgroups.MayRun: a stage the sequencer gates is made only once it released it, so that
-// its PodGroup holds no queue before); none once the JobSet finished.
+// its PodGroup holds no queue before); none once the JobSet finished, nor for a Job the JobSet
+// does not make (jobsets.MadeByJobSet: its labels are not the JobSet's word).
 func made(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, rj string, job *batchv1.Job) bool {
 	g, ok := backend.GangOf(gangs, rj)
 	switch {
-	case !ok || jobsets.Finished(js):
+	case !ok || jobsets.Finished(js) || !jobsets.MadeByJobSet(js, job):
 		return false
 	case len(gangs) == 1:
 		return true

@@ -50,6 +50,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 		rj         string
 		dryRun     bool
 		foreign    bool // the Job's controller is not its JobSet
+		index      int
 		refuse     bool
 		want       []string // kind/name of the objects made, in order
 		wantDenied string
@@ -60,6 +61,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 		"a gated stage released":            {js: twoStages(append(inOrder, contract.ReleasedAnnotationKey, released)...), rj: "main", want: []string{"PodGroup/train-stage-1"}},
 		"a dry run":                         {js: twoStages(schedulerKey, "volcano"), rj: "main", dryRun: true},
 		"a Job its JobSet does not control": {js: twoStages(schedulerKey, "volcano"), rj: "main", foreign: true},
+		"an index the JobSet does not have": {js: twoStages(schedulerKey, "volcano"), rj: "main", index: 2},
 		"the Workload first":                {js: twoStages(schedulerKey, "kubernetes"), rj: "main", want: []string{"Workload/train", "PodGroup/train"}},
 		"refused (a quota)": {js: twoStages(schedulerKey, "volcano"), rj: "main", refuse: true,
 			wantDenied: "the volcano PodGroup train does not exist yet and cannot be made: podgroups \"train\" is forbidden: exceeded quota"},
@@ -70,7 +72,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 			if err := w.Default(request("CREATE"), tc.js); err != nil {
 				t.Fatal(err)
 			}
-			job := addontest.Job(tc.js, tc.rj, 0).ControlledBy(tc.js).Obj()
+			job := addontest.Job(tc.js, tc.rj, tc.index).ControlledBy(tc.js).Obj()
 			if tc.foreign {
 				job.OwnerReferences = nil
 			}
