@@ -87,7 +87,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			if err := controller.IndexFields(ctx, mgr, installed, composite); err != nil {
+			if err := controller.IndexFields(ctx, mgr, backends, installed, composite); err != nil {
 				return err
 			}
 			r := &controller.Reconciler{

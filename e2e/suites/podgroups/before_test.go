@@ -24,8 +24,8 @@ import (
 
 // TestJobBeforeItsGang: JobSet train-stage-0's gang (the coscheduling PodGroup train-stage-0)
 // cannot be made for a while (a policy refuses it, as a quota or a webhook may), so its Job
-// comes before its gang. JobSet train (sequenced), admitted meanwhile as no gang of the name
-// exists, makes its stage 0's gang train-stage-0. No pod of train-stage-0 may ever name that
+// comes before its gang. JobSet train (sequenced), created at the same moment (so that both are
+// admitted), makes its stage 0's gang train-stage-0. No pod of train-stage-0 may ever name that
 // gang while it is train's: the Job is held (its webhook makes the gang first, or holds the Job
 // naming what it cannot make), and told PodGroupNameTaken once train's is there. Once train
 // finished and its gang is gone, train-stage-0 gets its own and completes.
@@ -60,23 +60,24 @@ func TestJobBeforeItsGang(t *testing.T) {
 			defer mu.Unlock()
 			return slices.Sorted(maps.Keys(foreign))
 		}
-		other := newJobSet(ns, gang, contract.SchedulerCoscheduling).ReplicatedJobs(replicated("w", 1, 2, "3s")).Obj()
-		framework.CreateAll(ctx, t, c, other)
+		// Created at the same moment, both are admitted (neither is in podgroups' cache as the
+		// other is judged): train-stage-0's Job comes before its gang, which the policy holds
+		// back, and train makes its stage 0's gang train-stage-0.
+		train, other := createdTogether(ctx, t, c, coschedulingGang, gang, func() (*jobsetv1alpha2.JobSet, *jobsetv1alpha2.JobSet) {
+			return newJobSet(ns, "train", contract.SchedulerCoscheduling).InOrder().ReplicatedJobs(replicated("init", 1, 2, "15s"), replicated("main", 1, 2, "2s")).Obj(),
+				newJobSet(ns, gang, contract.SchedulerCoscheduling).ReplicatedJobs(replicated("w", 1, 2, "3s")).Obj()
+		})
 		// Its Job comes: created (its pods then name whatever gang of the name appears), or held
-		// for want of its gang, which the policy holds back.
+		// for want of its gang.
 		framework.Eventually(ctx, t, 30*time.Second, "Job train-stage-0-w-0 created, or held for want of its gang", func(ctx context.Context) (bool, string, error) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "train-stage-0-w-0"}, &batchv1.Job{}); err == nil {
 				return true, "", nil
 			}
 			msgs, err := framework.EventMessages(ctx, c, other, "JobCreationFailed")
 			return slices.ContainsFunc(msgs, func(m string) bool {
-				return strings.Contains(m, "PodGroup "+gang+" does not exist yet and cannot be made")
+				return strings.Contains(m, "PodGroup "+gang+" does not exist yet and cannot be made") || strings.Contains(m, "exists and was made for JobSet train ")
 			}), strings.Join(msgs, "; "), err
 		})
-
-		// JobSet train is admitted (no gang of the name exists) and makes its stage 0's.
-		train := newJobSet(ns, "train", contract.SchedulerCoscheduling).InOrder().ReplicatedJobs(replicated("init", 1, 2, "15s"), replicated("main", 1, 2, "2s")).Obj()
-		framework.CreateAll(ctx, t, c, train)
 		if got := coschedulingGang.holder(ctx, t, c, ns, gang); got != "train" {
 			t.Fatalf("PodGroup %s is JobSet %q's, want train's", gang, got)
 		}

@@ -36,9 +36,6 @@ type gangKind struct {
 	composite bool
 	// what names the object in a refusal or an Event.
 	what string
-	// resume: the later JobSet's Jobs are created suspended, and held when resumed; else held
-	// when created (upstream dependsOn creates them once their stage may run).
-	resume bool
 }
 
 var gangKinds = []gangKind{
@@ -128,17 +125,7 @@ func TestGangNameTaken(t *testing.T) {
 			if got := k.holder(ctx, t, c, ns, "train-stage-0"); got != "train" {
 				t.Fatalf("%s train-stage-0 is JobSet %q's, want train's", k.name, got)
 			}
-			err := c.Create(ctx, other)
-			if err == nil {
-				t.Fatalf("JobSet train-stage-0 admitted; want it refused: its %s train-stage-0 is JobSet train's stage 0", k.name)
-			}
-			if !strings.Contains(err.Error(), k.what+" train-stage-0 exists and was made for JobSet train ") {
-				t.Errorf("the refusal does not name %s train-stage-0 and its JobSet: %v", k.what, err)
-			}
-			paths, _ := framework.CausePaths(err)
-			if want := annotationPath(contract.SchedulerAnnotationKey); len(paths) != 1 || paths[0] != want {
-				t.Errorf("refused at %q, want at %s", paths, want)
-			}
+			refusedAtScheduler(t, c.Create(ctx, other), k.what+" train-stage-0 exists and was made for JobSet train ")
 			if got := k.holder(ctx, t, c, ns, "train-stage-0"); got != "train" {
 				t.Errorf("%s train-stage-0 is JobSet %q's after the refusal, want train's still", k.name, got)
 			}
@@ -149,97 +136,93 @@ func TestGangNameTaken(t *testing.T) {
 }
 
 // TestGangNameTakenAfterAdmission: JobSet train's second stage (its gang train-stage-1) is made
-// only once that stage may run, so JobSet train-stage-1, created after train was admitted, is
-// admitted too and makes its gang train-stage-1 first: the names coincide after admission.
-// When train's second stage comes, its Job is held — not created (upstream dependsOn creates
-// it then), or, for a Job created suspended, not resumed — so that its pods never join
-// train-stage-1's gang; train is told (PodGroupNameTaken), naming the object and JobSet
-// train-stage-1, whose gang is left as it was. Once train-stage-1 finished and its gang is gone,
-// train's Job goes on and train completes. For each kind of gang object.
+// only once that stage may run, and a JobSet train-stage-1 created while train lives is refused
+// at admission (TestGangNameOfLivingJobSet); but two created at the same moment are both
+// admitted, as neither is in podgroups' cache yet: the names coincide after admission. For each
+// kind of gang object (createdAtOnce).
 func TestGangNameTakenAfterAdmission(t *testing.T) {
 	var fs []features.Feature
 	for _, k := range gangKinds {
-		if k.composite {
-			fs = append(fs, createdAtOnce(k))
-			continue
-		}
-		path := "created"
-		if k.resume {
-			path = "resumed"
-		}
-		fs = append(fs, framework.NamespacedFeature(k.name+": a gang name taken after admission", "the Job is not "+path+" until the other gang is gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := framework.Client(t, cfg)
-			ns := framework.NamespaceFrom(ctx)
-			k.require(ctx, t, cfg, ns)
-			main := replicated("main", 1, 2, "2s")
-			train := k.jobSet(ns, "train")
-			if k.resume {
-				train.InOrder().Suspend(true) // every Job created suspended; stage 1's gang made once the sequencer releases it
-			} else {
-				main.DependsOn("init") // main's Job created once init completed
-			}
-			js := train.ReplicatedJobs(replicated("init", 1, 2, "5s"), main).Obj()
-			framework.CreateAll(ctx, t, c, js)
-			if k.resume {
-				framework.Eventually(ctx, t, time.Minute, "train's Jobs, suspended", func(ctx context.Context) (bool, string, error) {
-					var jobs batchv1.JobList
-					err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{contract.JobSetNameLabelKey: "train"})
-					return err == nil && len(jobs.Items) == 2, fmt.Sprint(len(jobs.Items), err), nil
-				})
-			}
-			other := k.jobSet(ns, "train-stage-1").ReplicatedJobs(replicated("w", 1, 2, "15s")).Obj()
-			framework.CreateAll(ctx, t, c, other)
-			if got := k.holder(ctx, t, c, ns, "train-stage-1"); got != "train-stage-1" {
-				t.Fatalf("%s train-stage-1 is JobSet %q's, want train-stage-1's", k.name, got)
-			}
-			if k.resume {
-				if err := retryUpdate(ctx, c, js, func() { js.Spec.Suspend = ptr.To(false) }); err != nil {
-					t.Fatal(err)
-				}
-			}
-			start := time.Now()
-			var msgs []string
-			framework.Eventually(ctx, t, time.Minute, "PodGroupNameTaken", func(ctx context.Context) (bool, string, error) {
-				var err error
-				msgs, err = framework.EventMessages(ctx, c, js, "PodGroupNameTaken")
-				return len(msgs) > 0, "", err
-			})
-			t.Logf("PodGroupNameTaken after %v: %s", time.Since(start).Round(100*time.Millisecond), msgs[0])
-			if !strings.Contains(msgs[0], strings.TrimPrefix(k.what, "the ")+" train-stage-1 exists and was made for JobSet train-stage-1 ") {
-				t.Errorf("PodGroupNameTaken %q: want it to name %s train-stage-1 and JobSet train-stage-1", msgs, k.what)
-			}
-			// train's stage 0 runs 5 s; its main Job must stay held while train-stage-1's gang is there.
-			held := func(ctx context.Context) (string, bool) {
-				job := &batchv1.Job{}
-				err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "train-main-0"}, job)
-				switch {
-				case apierrors.IsNotFound(err):
-					return "not created", !k.resume
-				case err != nil:
-					return err.Error(), false
-				case ptr.Deref(job.Spec.Suspend, false):
-					return "suspended", k.resume
-				}
-				return "created and running", false
-			}
-			// While train-stage-1's gang holds the name, train's main Job must be held (looked at
-			// every 200 ms, to time the gang's going closely).
-			from := time.Now()
-			for ; k.holderNow(ctx, c, ns, "train-stage-1") == "train-stage-1"; time.Sleep(200 * time.Millisecond) {
-				if what, ok := held(ctx); !ok {
-					t.Fatalf("train's Job train-main-0 is %s while %s train-stage-1 is JobSet train-stage-1's: its pods join that gang", what, k.name)
-				}
-			}
-			if seen := time.Since(from); seen < 3*time.Second {
-				t.Errorf("train's Job seen held for %v only: train-stage-1's gang went too soon to tell", seen.Round(100*time.Millisecond))
-			}
-			goesOnSoon(ctx, t, c, ns, "train-main-0")
-			framework.WaitJobSet(ctx, t, c, other, jobsetv1alpha2.JobSetCompleted)
-			waitCompleted(ctx, t, c, js)
-			return ctx
-		}))
+		fs = append(fs, createdAtOnce(k))
 	}
 	testenv.Test(t, fs...)
+}
+
+// TestGangNameOfLivingJobSet: JobSet train (sequenced) has not made its gated stage 1's gang
+// train-stage-1 yet (the sequencer has not released it), but its Jobs exist: a JobSet
+// train-stage-1 would make that gang first and have train's stage 1 pods join it once
+// released. It is refused at the scheduler annotation, naming JobSet train, for as long as train
+// has not finished; then it is admitted and runs.
+func TestGangNameOfLivingJobSet(t *testing.T) {
+	k := gangKinds[1] // Volcano's
+	f := framework.NamespacedFeature(k.name+": a gang name a living JobSet will take", "refused until that JobSet finished", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		c := framework.Client(t, cfg)
+		ns := framework.NamespaceFrom(ctx)
+		train := k.jobSet(ns, "train").InOrder().ReplicatedJobs(replicated("init", 1, 2, "8s"), replicated("main", 1, 2, "2s")).Obj()
+		framework.CreateAll(ctx, t, c, train)
+		if got := k.holder(ctx, t, c, ns, "train-stage-0"); got != "train" {
+			t.Fatalf("%s train-stage-0 is JobSet %q's, want train's", k.name, got)
+		}
+		if !k.gone(ctx, c, ns, "train-stage-1") {
+			t.Fatalf("%s train-stage-1 exists while train's stage 0 runs: the test needs it not made yet", k.name)
+		}
+		other := k.jobSet(ns, "train-stage-1").ReplicatedJobs(replicated("w", 1, 2, "2s")).Obj()
+		refusedAtScheduler(t, c.Create(ctx, other), k.what+" train-stage-1 would also be a gang of JobSet train, which has not finished")
+		waitCompleted(ctx, t, c, train)
+		framework.Eventually(ctx, t, time.Minute, "JobSet train-stage-1 admitted once train finished", func(ctx context.Context) (bool, string, error) {
+			err := c.Create(ctx, k.jobSet(ns, "train-stage-1").ReplicatedJobs(replicated("w", 1, 2, "2s")).Obj())
+			return err == nil, fmt.Sprint(err), nil
+		})
+		waitCompleted(ctx, t, c, other)
+		return ctx
+	})
+	testenv.Test(t, f)
+}
+
+// createdTogether creates the two JobSets made (anew each attempt) at the same moment, until
+// both are admitted (neither is in podgroups' cache as the other is judged), and returns them;
+// after an attempt where one was refused, both and the gang object gang of kind k are deleted
+// first.
+func createdTogether(ctx context.Context, t *testing.T, c client.Client, k gangKind, gang string, made func() (*jobsetv1alpha2.JobSet, *jobsetv1alpha2.JobSet)) (*jobsetv1alpha2.JobSet, *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		a, b := made()
+		errs := make(chan error, 2)
+		for _, js := range []*jobsetv1alpha2.JobSet{a, b} {
+			go func() { errs <- c.Create(ctx, js) }()
+		}
+		e1, e2 := <-errs, <-errs
+		if e1 == nil && e2 == nil {
+			t.Logf("both admitted at attempt %d", attempt)
+			return a, b
+		}
+		if attempt == 10 {
+			t.Fatalf("not both admitted in %d attempts: %v; %v", attempt, e1, e2)
+		}
+		for _, js := range []*jobsetv1alpha2.JobSet{a, b} {
+			_ = c.Delete(ctx, js, client.PropagationPolicy("Foreground"))
+		}
+		framework.Eventually(ctx, t, time.Minute, "both JobSets and the gang gone", func(ctx context.Context) (bool, string, error) {
+			return k.gone(ctx, c, a.Namespace, gang) && apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(a), &jobsetv1alpha2.JobSet{})) &&
+				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(b), &jobsetv1alpha2.JobSet{})), "", nil
+		})
+	}
+}
+
+// refusedAtScheduler requires err, a JobSet's create, to be a refusal at the scheduler
+// annotation, and only there, that says want.
+func refusedAtScheduler(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("JobSet admitted; want it refused: %s", want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("the refusal does not say %q: %v", want, err)
+	}
+	paths, _ := framework.CausePaths(err)
+	if at := annotationPath(contract.SchedulerAnnotationKey); len(paths) != 1 || paths[0] != at {
+		t.Errorf("refused at %q, want at %s only", paths, at)
+	}
 }
 
 // GoesOnWithin is how soon after the other gang is gone a held Job must be created (or
@@ -278,46 +261,34 @@ func waitCompleted(ctx context.Context, t *testing.T, c client.Client, js *jobse
 	})
 }
 
-// createdAtOnce: a composite JobSet train (ReplicatedJob stage, Jobs train-stage-0 and
-// train-stage-1, each a PodGroup named as it) and a JobSet train-stage-1 (its PodGroup
-// train-stage-1) created at the same moment, suspended (as Kueue queues them): both are
-// admitted, as neither's gang is made yet (should one be refused, both are made again), and
-// their Jobs created suspended. Whichever gang is made first keeps the name; the other JobSet
-// is told (PodGroupNameTaken) and, once both are resumed, its Job of that gang is not resumed
-// while the first one runs. Once that finished and its gang is gone, the other completes too.
+// createdAtOnce: a JobSet train whose gang train-stage-1 is not made at once (the sequenced
+// train's gated stage 1; in a composite gang, its Job train-stage-1's PodGroup) and a JobSet
+// train-stage-1 (its gang train-stage-1) created at the same moment, suspended (as Kueue queues
+// them): both are admitted, as neither is in podgroups' cache yet (should one be refused, both
+// are made again), and their Jobs created suspended, or held when created. Whichever gang is
+// made first keeps the name (the first Job's webhook makes it); the other JobSet is told
+// (PodGroupNameTaken) and, once both are resumed, its Job of that gang is not created or
+// resumed while the first one runs. Once that finished and its gang is gone, the other
+// completes too.
 func createdAtOnce(k gangKind) features.Feature {
 	return framework.NamespacedFeature(k.name+": two JobSets created at once", "the later gang's Job is not resumed until the other gang is gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		c := framework.Client(t, cfg)
 		ns := framework.NamespaceFrom(ctx)
 		k.require(ctx, t, cfg, ns)
-		var train, other *jobsetv1alpha2.JobSet
-		for attempt := 1; ; attempt++ {
+		train, other := createdTogether(ctx, t, c, k, "train-stage-1", func() (*jobsetv1alpha2.JobSet, *jobsetv1alpha2.JobSet) {
 			// Suspended: JobSet creates their Jobs suspended at once, before either gang exists.
-			train = k.jobSet(ns, "train").Suspend(true).ReplicatedJobs(replicated("stage", 2, 1, "15s")).Obj()
-			other = newJobSet(ns, "train-stage-1", k.scheduler).Suspend(true).ReplicatedJobs(replicated("w", 1, 1, "15s")).Obj()
-			errs := make(chan error, 2)
-			for _, js := range []*jobsetv1alpha2.JobSet{train, other} {
-				go func() { errs <- c.Create(ctx, js) }()
+			train := k.jobSet(ns, "train").Suspend(true).ReplicatedJobs(replicated("stage", 2, 1, "15s")).Obj()
+			if !k.composite { // its gated stage 1's gang made once the sequencer releases it
+				train = k.jobSet(ns, "train").InOrder().Suspend(true).ReplicatedJobs(replicated("init", 1, 1, "5s"), replicated("main", 1, 1, "2s")).Obj()
 			}
-			e1, e2 := <-errs, <-errs
-			if e1 == nil && e2 == nil {
-				t.Logf("both admitted at attempt %d", attempt)
-				break
-			}
-			if attempt == 5 {
-				t.Fatalf("not both admitted in %d attempts: %v; %v", attempt, e1, e2)
-			}
-			for _, js := range []*jobsetv1alpha2.JobSet{train, other} {
-				_ = c.Delete(ctx, js, client.PropagationPolicy("Foreground"))
-			}
-			framework.Eventually(ctx, t, time.Minute, "both JobSets and the PodGroup gone", func(ctx context.Context) (bool, string, error) {
-				return k.gone(ctx, c, ns, "train-stage-1") && apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(train), &jobsetv1alpha2.JobSet{})) &&
-					apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(other), &jobsetv1alpha2.JobSet{})), "", nil
-			})
-		}
+			return train, newJobSet(ns, "train-stage-1", k.scheduler).Suspend(true).ReplicatedJobs(replicated("w", 1, 1, "15s")).Obj()
+		})
 		first, late, heldJob := train, other, "train-stage-1-w-0"
 		if k.holder(ctx, t, c, ns, "train-stage-1") == other.Name {
 			first, late, heldJob = other, train, "train-stage-1"
+			if !k.composite {
+				heldJob = "train-main-0"
+			}
 		}
 		t.Logf("JobSet %s made the PodGroup train-stage-1 first", first.Name)
 		for _, js := range []*jobsetv1alpha2.JobSet{train, other} {
@@ -331,7 +302,7 @@ func createdAtOnce(k gangKind) features.Feature {
 			msgs, err = framework.EventMessages(ctx, c, late, "PodGroupNameTaken")
 			return len(msgs) > 0, "", err
 		})
-		if !strings.Contains(msgs[0], "kubernetes PodGroup train-stage-1 exists and was made for JobSet "+first.Name+" ") {
+		if !strings.Contains(msgs[0], strings.TrimPrefix(k.what, "the ")+" train-stage-1 exists and was made for JobSet "+first.Name+" ") {
 			t.Errorf("PodGroupNameTaken %q: want it to name the PodGroup train-stage-1 and JobSet %s", msgs, first.Name)
 		}
 		from := time.Now()

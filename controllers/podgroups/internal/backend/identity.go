@@ -127,3 +127,33 @@ func (o Named) Build(b Backend, js *jobsetv1alpha2.JobSet, s podgroups.Settings,
 	}
 	return nil, fmt.Errorf("no gang of JobSet %s is %s", js.Name, o.What)
 }
+
+// GangIndex indexes JobSets by the gang objects they make (GangKeys), so that a new JobSet
+// whose gang object takes the name of a living JobSet's is refused before either is made.
+const GangIndex = "podgroups.gangs"
+
+// GangKey is GangIndex's value for the gang object name of kind gvk.
+func GangKey(gvk schema.GroupVersionKind, name string) string {
+	return gvk.GroupKind().String() + "/" + name
+}
+
+// GangKeys is GangIndex's function: the keys (GangKey) of every gang object (Objects) of a
+// JobSet that asks for a backend of r; none for one whose gangs do not read.
+func GangKeys(r *Registry, composite schema.GroupVersionKind) client.IndexerFunc {
+	return func(o client.Object) []string {
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		if !ok || !podgroups.Uses(js) {
+			return nil
+		}
+		s, gangs, errs := podgroups.Read(js)
+		b := r.For(s.Scheduler)
+		if b == nil || len(errs.All()) > 0 {
+			return nil
+		}
+		var keys []string
+		for _, n := range Objects(b, js, gangs, composite) {
+			keys = append(keys, GangKey(n.Kind, n.Name))
+		}
+		return keys
+	}
+}

@@ -77,12 +77,16 @@ type Reconciler struct {
 	retry   addon.Retries
 }
 
-// IndexFields registers the field indexes the reconciler lists by.
-func IndexFields(ctx context.Context, mgr ctrl.Manager, installed map[contract.Scheduler]backend.Backend, composite schema.GroupVersionKind) error {
+// IndexFields registers the field indexes the reconciler lists by, and the JobSet webhook's
+// (backend.GangIndex).
+func IndexFields(ctx context.Context, mgr ctrl.Manager, backends *backend.Registry, installed map[contract.Scheduler]backend.Backend, composite schema.GroupVersionKind) error {
 	for _, o := range indexed(installed, composite) {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, o, JobSetNameIndex, jobsets.IndexByName); err != nil {
 			return fmt.Errorf("indexing %T: %w", o, err)
 		}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &jobsetv1alpha2.JobSet{}, backend.GangIndex, backend.GangKeys(backends, composite)); err != nil {
+		return fmt.Errorf("indexing JobSets by their gangs: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -123,5 +124,45 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidateTakenByJobSets: JobSet train (sequenced, Volcano) has not finished; its gated
+// stage 1's gang train-stage-1 is not made yet. JobSet train-stage-1 (Volcano) would make a
+// gang of that name first: it is refused at the scheduler annotation, naming JobSet train. It
+// is admitted once train finished, and beside a coscheduling train (another kind of object).
+func TestValidateTakenByJobSets(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := jobsetv1alpha2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	w := hook(contract.SchedulerVolcano, contract.SchedulerCoscheduling)
+	train := func(scheduler string, finished bool) *jobsetv1alpha2.JobSet {
+		js := addontest.JobSet("ns", "train").UID("uid-train").Annotate(schedulerKey, scheduler, contract.ExecutionPolicyAnnotationKey, "InOrder").
+			ReplicatedJobs(addontest.ReplicatedJob("init"), addontest.ReplicatedJob("main")).Obj()
+		if finished {
+			js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}}
+		}
+		return js
+	}
+	other := addontest.JobSet("ns", "train-stage-1").Annotate(schedulerKey, "volcano").ReplicatedJobs(addontest.ReplicatedJob("w")).Obj()
+	for name, tc := range map[string]struct {
+		train   *jobsetv1alpha2.JobSet
+		refused bool
+	}{
+		"train has not finished":     {train: train("volcano", false), refused: true},
+		"train finished":             {train: train("volcano", true)},
+		"train's gangs coscheduling": {train: train("coscheduling", false)},
+	} {
+		w.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.train).
+			WithIndex(&jobsetv1alpha2.JobSet{}, backend.GangIndex, backend.GangKeys(w.Backends, schema.GroupVersionKind{})).Build()
+		_, errs := w.Validate(context.Background(), other)
+		switch {
+		case tc.refused && (len(errs) != 1 || errs[0].Field != schedulerPath ||
+			!strings.Contains(errs[0].Detail, "the volcano PodGroup train-stage-1 would also be a gang of JobSet train, which has not finished")):
+			t.Errorf("%s: errors %v, want one at the scheduler annotation naming the PodGroup and JobSet train", name, errs)
+		case !tc.refused && len(errs) > 0:
+			t.Errorf("%s: errors %v, want none", name, errs)
+		}
 	}
 }

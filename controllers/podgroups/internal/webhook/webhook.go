@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -191,6 +192,7 @@ func (w *JobSetWebhook) Validate(ctx context.Context, js *jobsetv1alpha2.JobSet)
 		refused, warnings = w.DryRun.Check(ctx, w.dryRuns(js, b, s, gangs))
 		errs = append(errs, refused...)
 		errs = append(errs, w.takenBeyondDryRun(ctx, js, b, gangs)...)
+		errs = append(errs, w.takenByJobSets(ctx, js, b, gangs)...)
 	}
 	if wb, ok := b.(backend.Warner); ok {
 		warnings = append(warnings, wb.Warnings(js, gangs)...)
@@ -268,6 +270,42 @@ func (w *JobSetWebhook) takenBeyondDryRun(ctx context.Context, js *jobsetv1alpha
 		key := client.ObjectKey{Namespace: js.Namespace, Name: o.Name}
 		if holder := addon.ForeignHolder(ctx, w.Reader, key, backend.Meta(o.Kind), o.Identity); holder != "" {
 			errs = append(errs, field.Invalid(path, field.OmitValueType{}, addon.Taken(o.What, holder)))
+		}
+	}
+	return errs
+}
+
+// takenByJobSets refuses, at the scheduler annotation, each gang object whose name a gang of
+// another JobSet of the namespace takes, one that has not finished (backend.GangIndex), though
+// it is not made yet: a stage the sequencer gates has its gang made only once released, and its
+// Jobs and pods exist before it, so that a JobSet admitted meanwhile would make the gang first
+// and those pods, released, would join it. Of two JobSets created at the same moment, both may
+// pass (the cache shows neither yet): the first create of the object decides, and the other is
+// held and told (PodGroupNameTaken). An object that exists is left to the checks of objects.
+func (w *JobSetWebhook) takenByJobSets(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, gangs []podgroups.Gang) field.ErrorList {
+	if w.Reader == nil || js.Name == "" {
+		return nil
+	}
+	path := contract.JobSetAnnotationPath(contract.SchedulerAnnotationKey)
+	var errs field.ErrorList
+	for _, o := range backend.Objects(b, js, gangs, w.CompositeKind) {
+		key := client.ObjectKey{Namespace: js.Namespace, Name: o.Name}
+		if err := w.Reader.Get(ctx, key, backend.Meta(o.Kind)); !apierrors.IsNotFound(err) {
+			continue // made (whose it is, the dry run or takenBeyondDryRun tells), or the cache cannot say
+		}
+		var list jobsetv1alpha2.JobSetList
+		if err := w.Reader.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{backend.GangIndex: backend.GangKey(o.Kind, o.Name)}); err != nil {
+			continue // no index (a cache that cannot say): the objects' own checks remain
+		}
+		for i := range list.Items {
+			other := &list.Items[i]
+			if other.Name == js.Name || jobsets.Finished(other) || !other.DeletionTimestamp.IsZero() {
+				continue
+			}
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, fmt.Sprintf(
+				"%s would also be a gang of JobSet %s, which has not finished (names are joined with \"-\"): rename this JobSet, or create it once JobSet %s has finished",
+				o.What, other.Name, other.Name)))
+			break
 		}
 	}
 	return errs
