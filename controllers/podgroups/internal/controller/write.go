@@ -55,27 +55,9 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 	wantHash := want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey]
 	whole, read := k.newObj(), false
 	if have == nil {
-		err := r.Client.Create(ctx, want)
-		if err == nil {
-			k.made.Created(want)
-			k.first.Made(js.UID, want.GetName())
-			addon.CountObject(k.name, addon.ActionCreated, 1)
-			return created, want, nil
-		}
-		if addon.NamespaceTerminating(err) {
-			return namespaceGoing, none, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			reconcileErrors.WithLabelValues("create").Inc()
-			addon.CountObject(k.name, addon.ActionFailed, 1)
-			return unchanged, none, fmt.Errorf("creating %s %s: %w", k.name, want.GetName(), err)
-		}
-		// Ours and not in the cache yet, or someone else's.
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), whole); err != nil {
-			return unchanged, none, client.IgnoreNotFound(err)
-		}
-		if !backend.Ours(whole, js) {
-			return notOurs, whole, nil
+		did, got, exists, err := create(ctx, r, js, k, want, whole)
+		if !exists {
+			return did, got, err
 		}
 		have, read = whole, true
 	}
@@ -115,6 +97,33 @@ func write[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alph
 		did = madeFirst
 	}
 	return did, got, err
+}
+
+// create creates want. When an object of its name exists, it reads it into whole: exists says
+// it is ours (not in the cache yet), and write goes on from it; notOurs, someone else's.
+func create[T client.Object](ctx context.Context, r *Reconciler, js *jobsetv1alpha2.JobSet, k kind[T], want, whole T) (did written, got T, exists bool, err error) {
+	var none T
+	err = r.Client.Create(ctx, want)
+	switch {
+	case err == nil:
+		k.made.Created(want)
+		k.first.Made(js.UID, want.GetName())
+		addon.CountObject(k.name, addon.ActionCreated, 1)
+		return created, want, false, nil
+	case addon.NamespaceTerminating(err):
+		return namespaceGoing, none, false, nil
+	case !apierrors.IsAlreadyExists(err):
+		reconcileErrors.WithLabelValues("create").Inc()
+		addon.CountObject(k.name, addon.ActionFailed, 1)
+		return unchanged, none, false, fmt.Errorf("creating %s %s: %w", k.name, want.GetName(), err)
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), whole); err != nil {
+		return unchanged, none, false, client.IgnoreNotFound(err)
+	}
+	if !backend.Ours(whole, js) {
+		return notOurs, whole, false, nil
+	}
+	return unchanged, none, true, nil
 }
 
 // update brings whole (ours, as the apiserver has it) to want through k.adopt, and returns it
