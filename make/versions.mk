@@ -49,13 +49,14 @@ TRAINER_VERSION := $(if $(filter old,$(NEIGHBOURS)),$(TRAINER_OLD),$(TRAINER_NEW
 
 # The matrix `make e2e SUITE=compat` runs: <kube>-<jobset> pairs. Other versions of a tool are
 # built from their own wrapper module, tools/<tool>-<version> (tools/<tool> pins the default).
-# Every minor from 1.34 on, each with every JobSet from v0.8.0 (Kubernetes 1.38 cannot be built
-# from the modules the proxy serves yet: docs/compatibility.md says why).
-COMPAT_KUBES   := v1.34.4 v1.35.4 v1.36.3 $(KUBE_DEFAULT)
+# Every minor from 1.34 on, each with every JobSet from v0.8.0; 1.38 as its pre-release
+# KUBE_NEXT (built with Go GO_NEXT, its four testbed commands only).
+COMPAT_KUBES   := v1.34.4 v1.35.4 v1.36.3 $(KUBE_DEFAULT) $(KUBE_NEXT)
 COMPAT_JOBSETS := v0.8.0 v0.10.1 $(JOBSET_VERSION)
 COMPAT_COMBOS  := $(foreach k,$(COMPAT_KUBES),$(foreach j,$(COMPAT_JOBSETS),$k-$j))
-kube_of   = $(word 1,$(subst -, ,$1))
-jobset_of = $(word 2,$(subst -, ,$1))
+# A pair is split at its last "-": a Kubernetes pre-release has one of its own (v1.38.0-beta.0).
+jobset_of = $(lastword $(subst -, ,$1))
+kube_of   = $(patsubst %-$(call jobset_of,$1),%,$1)
 COMPAT_KUBE_VERSIONS   := $(sort $(KUBE_VERSION) $(KUBE_NEXT) $(foreach c,$(COMPAT_COMBOS),$(call kube_of,$c)))
 COMPAT_JOBSET_VERSIONS := $(sort $(JOBSET_VERSION) $(foreach c,$(COMPAT_COMBOS),$(call jobset_of,$c)))
 

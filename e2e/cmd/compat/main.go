@@ -82,7 +82,7 @@ func main() {
 	var combos []*combo
 	failed := false
 	for _, arg := range flag.Args() {
-		kube, jobset, ok := strings.Cut(arg, "-")
+		kube, jobset, ok := splitCombo(arg)
 		if !ok {
 			fail(fmt.Errorf("%q: want KUBE-JOBSET, as v1.37.2-v0.12.0", arg))
 		}
@@ -418,6 +418,16 @@ func oneLine(s string) string {
 		s = s[:400] + "…"
 	}
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// splitCombo splits KUBE-JOBSET at its last "-": a Kubernetes pre-release has one of its own
+// (v1.38.0-beta.0-v0.12.0).
+func splitCombo(arg string) (kube, jobset string, ok bool) {
+	i := strings.LastIndex(arg, "-")
+	if i <= 0 || i == len(arg)-1 {
+		return "", "", false
+	}
+	return arg[:i], arg[i+1:], true
 }
 
 func logf(format string, args ...any) {

@@ -50,3 +50,18 @@ func TestReadEventsAndCell(t *testing.T) {
 		t.Errorf("cell %q, want %q", got, want)
 	}
 }
+
+func TestSplitCombo(t *testing.T) {
+	for arg, want := range map[string][2]string{
+		"v1.37.2-v0.12.0":       {"v1.37.2", "v0.12.0"},
+		"v1.38.0-beta.0-v0.8.0": {"v1.38.0-beta.0", "v0.8.0"},
+		"v1.37.2":               {},
+		"-v0.8.0":               {},
+		"v1.37.2-":              {},
+	} {
+		kube, jobset, ok := splitCombo(arg)
+		if ok != (want[0] != "") || kube != want[0] || jobset != want[1] {
+			t.Errorf("splitCombo(%q) = %q, %q, %t; want %q", arg, kube, jobset, ok, want)
+		}
+	}
+}
