@@ -103,6 +103,24 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 	}
 }
 
+// RequireKube skips t when the testbed's kube-apiserver (testbed.Config.KubeAtLeast) is older
+// than min, saying why the test cannot work there; the compatibility matrix records it as
+// "n/a" with that reason.
+func RequireKube(t *testing.T, min, why string) {
+	t.Helper()
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := tb.KubeAtLeast(min)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skipf("n/a on Kubernetes older than %s: %s", min, why)
+	}
+}
+
 // RequireJobSet skips t when the testbed's JobSet controller (testbed.Config.JobSetVersion) is
 // older than min, saying why the test cannot work there. The compatibility matrix (make e2e
 // SUITE=compat) records such a test as "n/a" with that reason, never as passed.

@@ -301,7 +301,9 @@ func (s *suiteResult) cell() string {
 		case "fail":
 			failed = append(failed, t.Name)
 		case "skip":
-			na = append(na, shortName(t.Name))
+			if n := shortName(t.Name); !slices.Contains(na, n) {
+				na = append(na, n) // one feature's assessments, each skipped, once
+			}
 		}
 	}
 	var parts []string

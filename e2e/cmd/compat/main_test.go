@@ -46,6 +46,10 @@ func TestReadEventsAndCell(t *testing.T) {
 	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
 		t.Errorf("cell %q, want %q", got, want)
 	}
+	s.Tests = append(tests[:3:3], testResult{Name: "TestStories/b.yaml/other", Action: "skip"})
+	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
+		t.Errorf("cell %q, want %q (a feature skipped twice, named once)", got, want)
+	}
 	if got, want := (&suiteResult{}).cell(), "**fail**: no test ran"; got != want {
 		t.Errorf("cell %q, want %q", got, want)
 	}
