@@ -2,7 +2,6 @@ package podgroups_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,14 +57,6 @@ func TestStories(t *testing.T) {
 			}
 			c := framework.Client(t, cfg)
 			js, objs := framework.Example(t, "podgroups", tc.file, framework.NamespaceFrom(ctx))
-			if tc.scheduler == contract.SchedulerKubernetes && !framework.JobSetAtLeast(t, framework.SchedulingGroupJobSetSince) {
-				// Its JobSet CRD prunes spec.schedulingGroup: refused, saying so, never run ungang'd.
-				err := c.Create(ctx, js)
-				if err == nil || !strings.Contains(err.Error(), "this cluster's JobSet CRD does not know the field") {
-					t.Fatalf("JobSet %s on JobSet %s: %v; want it refused, its CRD dropping spec.schedulingGroup", js.Name, framework.SchedulingGroupJobSetSince, err)
-				}
-				return ctx
-			}
 			framework.CreateAll(ctx, t, c, objs...)
 			tc.check(ctx, t, c, js)
 			framework.WaitJobSet(ctx, t, c, js, jobsetv1alpha2.JobSetCompleted)

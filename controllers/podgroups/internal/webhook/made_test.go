@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,32 +164,5 @@ func TestValidateTakenByJobSets(t *testing.T) {
 		case !tc.refused && len(errs) > 0:
 			t.Errorf("%s: errors %v, want none", name, errs)
 		}
-	}
-}
-
-// TestValidateCreateDropped: the kubernetes backend names a gang in spec.schedulingGroup, a
-// field a JobSet CRD built before Kubernetes 1.37 prunes after the mutating webhook: a JobSet
-// created without it is refused at the field, saying why; one that kept it is not, and nothing
-// is checked outside a create's admission.
-func TestValidateCreateDropped(t *testing.T) {
-	w := hook(contract.SchedulerKubernetes)
-	js := func() *jobsetv1alpha2.JobSet {
-		return addontest.JobSet("ns", "train").Annotate(schedulerKey, "kubernetes").ReplicatedJobs(addontest.ReplicatedJob("w")).Obj()
-	}
-	pruned := js()
-	if _, err := w.ValidateCreate(request(admissionv1.Create), pruned); err == nil ||
-		!strings.Contains(err.Error(), "spec.replicatedJobs[0].template.spec.template.spec.schedulingGroup") ||
-		!strings.Contains(err.Error(), "this cluster's JobSet CRD does not know the field") {
-		t.Errorf("pruned: %v, want refused at spec.schedulingGroup saying why", err)
-	}
-	kept := js()
-	if err := w.Default(request(admissionv1.Create), kept); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.ValidateCreate(request(admissionv1.Create), kept); err != nil {
-		t.Errorf("kept: %v, want admitted", err)
-	}
-	if _, err := w.ValidateCreate(context.Background(), js()); err != nil {
-		t.Errorf("outside admission: %v, want nothing checked", err)
 	}
 }

@@ -128,42 +128,7 @@ func (w *JobSetWebhook) restore(ctx context.Context, req admission.Request, js *
 // error in one response, and warns when a gang's pod templates have different priority classes.
 func (w *JobSetWebhook) ValidateCreate(ctx context.Context, js *jobsetv1alpha2.JobSet) (admission.Warnings, error) {
 	warnings, errs := w.Validate(ctx, js)
-	if len(errs) == 0 {
-		errs = w.dropped(ctx, js)
-	}
 	return warnings, jobsets.Invalid(js, errs)
-}
-
-// dropped refuses, in an admission request that creates the JobSet, each pod template that does
-// not name its gang where the mutating webhook named it, in a field of the pod spec
-// (backend.Restorer: spec.schedulingGroup, the kubernetes backend's): the API server pruned it
-// after the mutating webhook, as a JobSet CRD built before the field existed does (JobSet
-// before v0.12.0), and the pods would name no PodGroup and never be gang-scheduled.
-func (w *JobSetWebhook) dropped(ctx context.Context, js *jobsetv1alpha2.JobSet) field.ErrorList {
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil || req.Operation != admissionv1.Create || !podgroups.Uses(js) || contract.ManagedElsewhere(js.Spec.ManagedBy) {
-		return nil
-	}
-	s, gangs, read := podgroups.Read(js)
-	b := w.Backends.For(s.Scheduler)
-	if _, prunable := b.(backend.Restorer); !prunable || len(read.All()) > 0 {
-		return nil
-	}
-	var errs field.ErrorList
-	for _, g := range gangs {
-		for _, name := range g.Stage.ReplicatedJobs {
-			i := slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobsetv1alpha2.ReplicatedJob) bool { return rj.Name == name })
-			if got, _ := b.GangOf(&js.Spec.ReplicatedJobs[i].Template.Spec.Template); got == g.Name {
-				continue
-			}
-			template := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template")
-			errs = append(errs, field.Required(b.GangPath(template), fmt.Sprintf(
-				"podgroups named the gang %s here and the API server dropped it: this cluster's JobSet CRD does not know the field "+
-					"(JobSet before v0.12.0, built before Kubernetes 1.37), so the pods would name no PodGroup and never be gang-scheduled; "+
-					"install JobSet v0.12.0 or later, or use the scheduler volcano or coscheduling", g.Name)))
-		}
-	}
-	return errs
 }
 
 // ValidateUpdate keeps the podgroups annotations as they were created.
