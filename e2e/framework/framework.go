@@ -121,6 +121,11 @@ func RequireKube(t *testing.T, min, why string) {
 	}
 }
 
+// SchedulingGroupJobSetSince is the first JobSet whose CRD keeps a pod template's
+// spec.schedulingGroup (where podgroups' kubernetes backend names the gang): older ones were
+// built before Kubernetes 1.37 and prune it.
+const SchedulingGroupJobSetSince = "v0.12.0"
+
 // RequireJobSet skips t when the testbed's JobSet controller (testbed.Config.JobSetVersion) is
 // older than min, saying why the test cannot work there. The compatibility matrix (make e2e
 // SUITE=compat) records such a test as "n/a" with that reason, never as passed.

@@ -54,6 +54,7 @@ func TestStories(t *testing.T) {
 		f := framework.NamespacedFeature(tc.file, "gang-scheduled to completion", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if tc.scheduler == contract.SchedulerKubernetes {
 				requireWorkloadAPI(t, cfg)
+				framework.RequireJobSet(t, framework.SchedulingGroupJobSetSince, "its JobSet CRD prunes spec.schedulingGroup, where podgroups' kubernetes backend names the gang")
 			}
 			c := framework.Client(t, cfg)
 			js, objs := framework.Example(t, "podgroups", tc.file, framework.NamespaceFrom(ctx))

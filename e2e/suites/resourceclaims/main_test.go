@@ -72,8 +72,9 @@ func probePodGroups(ctx context.Context, c client.Client) error {
 		}
 		return err
 	}
-	if sg := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulingGroup; sg == nil || ptr.Deref(sg.PodGroupName, "") != "probe" {
-		return errors.New("the JobSet came back naming no PodGroup")
+	// The gang annotation, not spec.schedulingGroup, which a JobSet CRD before v0.12.0 prunes.
+	if js.Spec.ReplicatedJobs[0].Template.Annotations[contract.GangAnnotationKey] != "probe" {
+		return errors.New("the JobSet came back naming no gang")
 	}
 	return nil
 }

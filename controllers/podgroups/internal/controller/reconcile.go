@@ -164,8 +164,11 @@ func (r *Reconciler) plan(js *jobsetv1alpha2.JobSet) (p plan, ok bool) {
 		return p, false
 	}
 	if !backend.Admitted(b, js, gangs) {
-		r.warnOnce(js, ReasonNotAdmitted, "not-admitted",
-			"The JobSet was created while the podgroups webhook was not running: its pods name no PodGroup and are not gang-scheduled; re-create the JobSet")
+		why := "The JobSet was created while the podgroups webhook was not running"
+		if _, prunable := b.(backend.Restorer); prunable {
+			why += ", or this cluster's JobSet CRD dropped spec.schedulingGroup, where the webhook names the gang (JobSet before v0.12.0: the kubernetes scheduler needs JobSet v0.12.0 or later)"
+		}
+		r.warnOnce(js, ReasonNotAdmitted, "not-admitted", "%s: its pods name no PodGroup and are not gang-scheduled; re-create the JobSet", why)
 		return p, false
 	}
 	if _, can := b.(backend.Composites); s.Composite && (!can || !r.composites()) {

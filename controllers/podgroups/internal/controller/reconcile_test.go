@@ -221,6 +221,14 @@ func TestReconcile(t *testing.T) {
 			wantEvents: []string{"Warning NotAdmitted The JobSet was created while the podgroups webhook was not running: " +
 				"its pods name no PodGroup and are not gang-scheduled; re-create the JobSet"},
 		},
+		"kubernetes, not admitted (or its JobSet CRD pruned spec.schedulingGroup): nothing made, told once": {
+			js: func(*testing.T) *jobsetv1alpha2.JobSet {
+				return twoStages(map[string]string{contract.SchedulerAnnotationKey: "kubernetes"}, false).Obj()
+			},
+			want: state{PodGroups: map[string]int32{}},
+			wantEvents: []string{"Warning NotAdmitted The JobSet was created while the podgroups webhook was not running, or this cluster's JobSet CRD dropped spec.schedulingGroup, " +
+				"where the webhook names the gang (JobSet before v0.12.0: the kubernetes scheduler needs JobSet v0.12.0 or later): its pods name no PodGroup and are not gang-scheduled; re-create the JobSet"},
+		},
 		"scheduler not installed: nothing made, told once": {
 			js:        func(t *testing.T) *jobsetv1alpha2.JobSet { return admitted(t, twoStages(volcano, false).Obj()) },
 			installed: []contract.Scheduler{contract.SchedulerKubernetes},
