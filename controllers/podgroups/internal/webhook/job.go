@@ -129,7 +129,11 @@ func (w *JobWebhook) taken(ctx context.Context, job *batchv1.Job, dryRun bool) (
 		key := client.ObjectKey{Namespace: job.Namespace, Name: o.Name}
 		holder := addon.ForeignHolder(ctx, w.Reader, key, backend.Meta(o.Kind), o.Identity)
 		if holder == "" && makes && unmade == "" {
-			holder, unmade = w.make(ctx, js, s, gangs, b, o)
+			var theirs bool
+			holder, unmade, theirs = w.make(ctx, js, s, gangs, b, o)
+			// A user's object of the name (a Workload, say): nothing below it is made, as the
+			// reconciler makes nothing below a parent that is not ours.
+			makes = !theirs
 		}
 		if holder != "" {
 			errs = append(errs, field.Forbidden(gangPath, addon.Taken(o.What, holder)))
@@ -156,11 +160,16 @@ func made(js *jobsetv1alpha2.JobSet, gangs []podgroups.Gang, rj string, job *bat
 
 // make creates gang object o of the JobSet, as the reconciler makes it, when the cache does
 // not show it (addon.MakeFirst): holder names the other JobSet that holds its name; unmade says
-// why it could not be made (a quota: the Job is held until it can).
-func (w *JobWebhook) make(ctx context.Context, js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang, b backend.Backend, o backend.Named) (holder, unmade string) {
+// why it could not be made (a quota: the Job is held until it can); theirs says one of the
+// name exists that is neither ours nor another JobSet's (a user's).
+func (w *JobWebhook) make(ctx context.Context, js *jobsetv1alpha2.JobSet, s podgroups.Settings, gangs []podgroups.Gang, b backend.Backend, o backend.Named) (holder, unmade string, theirs bool) {
 	key := client.ObjectKey{Namespace: js.Namespace, Name: o.Name}
-	if err := w.Reader.Get(ctx, key, backend.Meta(o.Kind)); !apierrors.IsNotFound(err) {
-		return "", "" // in the cache (and not another's), or the cache cannot say
+	have := backend.Meta(o.Kind)
+	switch err := w.Reader.Get(ctx, key, have); {
+	case err == nil:
+		return "", "", !backend.Ours(have, js) // in the cache, and not another JobSet's
+	case !apierrors.IsNotFound(err):
+		return "", "", false // the cache cannot say
 	}
 	class := func(g podgroups.Gang) string {
 		pc, _ := g.PriorityClass(w.Classes)
@@ -168,16 +177,21 @@ func (w *JobWebhook) make(ctx context.Context, js *jobsetv1alpha2.JobSet, s podg
 	}
 	want, err := o.Build(b, js, s, gangs, class, w.DefaultQueue)
 	if err != nil {
-		return "", fmt.Sprintf("%s cannot be built: %v", o.What, err)
+		return "", fmt.Sprintf("%s cannot be built: %v", o.What, err), false
 	}
 	holder, made, err := addon.MakeFirst(ctx, w.Client, want, o.Identity)
 	switch {
 	case made:
 		logf.FromContext(ctx).V(2).Info("Made the Job's gang object ahead of it", "object", klog.KObj(want), "kind", o.Kind.Kind)
 	case err != nil && !addon.NamespaceTerminating(err):
-		return "", fmt.Sprintf("%s does not exist yet and cannot be made: %v", o.What, err)
+		return "", fmt.Sprintf("%s does not exist yet and cannot be made: %v", o.What, err), false
 	}
-	return holder, ""
+	theirs = !made && err == nil && holder == ""
+	if theirs { // or ours, made a moment ago and not in the cache yet
+		have = backend.Meta(o.Kind)
+		theirs = w.Client.Get(ctx, key, have) != nil || !backend.Ours(have, js)
+	}
+	return holder, "", theirs
 }
 
 // jobSet is the JobSet that controls job, from the cache or, when the cache does not show it

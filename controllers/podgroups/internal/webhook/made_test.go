@@ -52,6 +52,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 		dryRun     bool
 		foreign    bool // the Job's controller is not its JobSet
 		index      int
+		objs       []client.Object // on the server before the Job
 		refuse     bool
 		want       []string // kind/name of the objects made, in order
 		wantDenied string
@@ -64,6 +65,8 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 		"a Job its JobSet does not control": {js: twoStages(schedulerKey, "volcano"), rj: "main", foreign: true},
 		"an index the JobSet does not have": {js: twoStages(schedulerKey, "volcano"), rj: "main", index: 2},
 		"the Workload first":                {js: twoStages(schedulerKey, "kubernetes"), rj: "main", want: []string{"Workload/train", "PodGroup/train"}},
+		"a user's Workload of the name: nothing made below it": {js: twoStages(schedulerKey, "kubernetes"), rj: "main", objs: []client.Object{
+			&schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}}, want: []string{"Workload/train"}},
 		"refused (a quota)": {js: twoStages(schedulerKey, "volcano"), rj: "main", refuse: true,
 			wantDenied: "the volcano PodGroup train does not exist yet and cannot be made: podgroups \"train\" is forbidden: exceeded quota"},
 	}
@@ -77,7 +80,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 			if tc.foreign {
 				job.OwnerReferences = nil
 			}
-			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.js)
+			b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(tc.objs, tc.js)...)
 			if tc.refuse {
 				b = b.WithInterceptorFuncs(refused)
 			}
@@ -102,7 +105,7 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range list.Items {
-					if !backend.Ours(&o, tc.js) {
+					if !backend.Ours(&o, tc.js) && len(o.Labels) > 0 { // a user's, there before, is left as it was
 						t.Errorf("%s %s is not the JobSet's: labels %v, owners %v", gvk.Kind, o.Name, o.Labels, o.OwnerReferences)
 					}
 					got = append(got, gvk.Kind+"/"+o.Name)
@@ -115,8 +118,8 @@ func TestJobWebhookMakesItsGang(t *testing.T) {
 			s, gangs, _ := podgroups.Read(tc.js)
 			for _, o := range backend.JobObjects(w.Backends.For(s.Scheduler), tc.js, gangs, tc.rj, job.Name, schema.GroupVersionKind{}) {
 				have := backend.Meta(o.Kind)
-				if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: o.Name}, have); err != nil {
-					continue
+				if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: o.Name}, have); err != nil || len(have.Labels) == 0 {
+					continue // not made, or a user's
 				}
 				want, err := o.Build(w.Backends.For(s.Scheduler), tc.js, s, gangs, func(g podgroups.Gang) string { pc, _ := g.PriorityClass(w.Classes); return pc }, "default")
 				if err != nil || have.Annotations[contract.PodGroupSpecHashAnnotationKey] != want.GetAnnotations()[contract.PodGroupSpecHashAnnotationKey] {
