@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
@@ -143,3 +144,27 @@ func (m MadeFirst) Tell(uid types.UID, o metav1.Object) bool {
 }
 
 func (m MadeFirst) key(name string) string { return "made\x00" + m.Kind + "\x00" + name }
+
+// ControllingJobSet is the JobSet that controls job (its controller reference, by name and
+// UID), read through cached or, when the cache does not show it yet or shows an older one of
+// the name, through api (nil: none); nil when there is none.
+func ControllingJobSet(ctx context.Context, cached, api client.Reader, job *batchv1.Job) *jobsetv1alpha2.JobSet {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != "JobSet" {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
+	js := &jobsetv1alpha2.JobSet{}
+	err := cached.Get(ctx, key, js)
+	if (err == nil && js.UID != ref.UID) || apierrors.IsNotFound(err) {
+		if api == nil {
+			return nil
+		}
+		js = &jobsetv1alpha2.JobSet{}
+		err = api.Get(ctx, key, js)
+	}
+	if err != nil || js.UID != ref.UID {
+		return nil
+	}
+	return js
+}

@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -194,24 +193,7 @@ func (w *JobWebhook) make(ctx context.Context, js *jobsetv1alpha2.JobSet, s podg
 	return holder, "", theirs
 }
 
-// jobSet is the JobSet that controls job, from the cache or, when the cache does not show it
-// yet, the API server; nil when there is none.
+// jobSet is the JobSet that controls job (addon.ControllingJobSet), nil when there is none.
 func (w *JobWebhook) jobSet(ctx context.Context, job *batchv1.Job) *jobsetv1alpha2.JobSet {
-	ref := metav1.GetControllerOfNoCopy(job)
-	if ref == nil || ref.Kind != "JobSet" {
-		return nil
-	}
-	key := client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
-	js := &jobsetv1alpha2.JobSet{}
-	err := w.Reader.Get(ctx, key, js)
-	if (err == nil && js.UID != ref.UID) || apierrors.IsNotFound(err) {
-		if w.APIReader == nil {
-			return nil
-		}
-		err = w.APIReader.Get(ctx, key, js)
-	}
-	if err != nil || js.UID != ref.UID {
-		return nil
-	}
-	return js
+	return addon.ControllingJobSet(ctx, w.Reader, w.APIReader, job)
 }

@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
@@ -176,19 +175,8 @@ func (w *JobWebhook) make(ctx context.Context, job *batchv1.Job, b claims.Bindin
 // and the name the JobSet gives that Job (jobsets.MadeByJobSet). A JobSet the cache trims (one
 // without templates, or managed elsewhere) has no ReplicatedJob there, so it makes no Job here.
 func (w *JobWebhook) jobSet(ctx context.Context, job *batchv1.Job) *jobsetv1alpha2.JobSet {
-	ref := metav1.GetControllerOfNoCopy(job)
-	if ref == nil || ref.Kind != "JobSet" || ref.Name != job.Labels[contract.JobSetNameLabelKey] {
-		return nil
+	if js := addon.ControllingJobSet(ctx, w.JobSets, w.Client, job); js != nil && jobsets.MadeByJobSet(js, job) && job.Labels[contract.JobSetNameLabelKey] == js.Name {
+		return js
 	}
-	key := client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}
-	js := &jobsetv1alpha2.JobSet{}
-	err := w.JobSets.Get(ctx, key, js)
-	if apierrors.IsNotFound(err) || (err == nil && js.UID != ref.UID) {
-		js = &jobsetv1alpha2.JobSet{}
-		err = w.Client.Get(ctx, key, js) // the cache may be behind a JobSet just made
-	}
-	if err != nil || !jobsets.MadeByJobSet(js, job) {
-		return nil
-	}
-	return js
+	return nil
 }
