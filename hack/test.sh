@@ -2,13 +2,14 @@
 # make test and make test-all (make/test.mk).
 #
 # make test (no argument): the tier a contributor runs before every push, as JobSet's and
-# Kueue's make test are: verify, unit and integration (envtest), and the testbed e2e suites of
-# the four add-ons and of the testbed itself (QUICK_SUITES), reduced, on one testbed started for
-# the run and always stopped after. The tools are built while verify runs: verify waits on the
-# module proxy, the builds on the CPU.
+# Kueue's make test are: verify, unit and integration (envtest), and the core cases of the testbed
+# e2e suites of the four add-ons and of the testbed itself (make e2e-quick: QUICK_TESTS of
+# QUICK_SUITES), on one testbed started for the run and always stopped after. The tools are
+# built while verify runs: verify waits on the module proxy, the builds on the CPU.
 #
 # make test-all (argument "all"): everything CI runs (.ci/run): the above, then on the same
-# testbed the other e2e suites (reduced), upstream JobSet's e2e and the chart's checks; then
+# testbed the rest of those suites and the other e2e suites (reduced), upstream JobSet's e2e and
+# the chart's checks; then
 # bench-smoke, the gate-off cases and multicluster on testbeds of their own, and the kind suite
 # where a Docker engine answers (it says SKIPPED where none does).
 set -euo pipefail
@@ -51,7 +52,7 @@ export KUBECONFIG=$PWD/.testbed/kubeconfig
 step "make e2e-quick"
 make --no-print-directory e2e-quick
 if [[ $tier == all ]]; then
-	step "make e2e (the other suites)"
+	step "make e2e (the rest of the suites)"
 	make --no-print-directory e2e E2E_EXCLUDE_QUICK=1
 	step "make e2e SUITE=upstream"
 	make --no-print-directory e2e SUITE=upstream

@@ -12,9 +12,23 @@ test: ## test: Before every push: verify, unit and integration, the four add-ons
 test-all: ## test: Everything CI runs: make test, then every other suite, upstream's e2e, charts, bench-smoke, kind
 	hack/test.sh all
 
-# The suites make test runs (make e2e-quick), reduced as make e2e reduces them: the four add-ons'
-# and the testbed's own (the tutorial, the examples, the four together).
+# What make test runs of the e2e suites (make e2e-quick): of the four add-ons' suites and the
+# testbed's own (the tutorial, the four together), the cases in QUICK_TESTS: each add-on's user
+# stories, its admission refusals, the data-safety and ownership cases that take seconds, one
+# case each of restart, staging, the barrier and all-or-nothing placement. About 5 minutes; the
+# rest of those suites (the node-loss grace periods, expiry, the name races, the kills) runs in
+# make test-all, after them (E2E_EXCLUDE_QUICK). A name runs in every quick suite that has it.
 QUICK_SUITES := volumeclaims resourceclaims sequencer podgroups testbed
+QUICK_TESTS := TestStories TestBadInputRefused TestAdmission TestPoliciesImmutable \
+	TestTemplatesImmutable TestAnnotationsImmutable TestPlainJobSetNeverReachesWebhooks \
+	TestSmallerRerunLeavesOthers TestPodBeforeItsPVC TestUserClaimNeverDeleted TestRestartKeepsClaims \
+	TestNodeOutOfServiceRecreate TestKEP762Example TestPodsOfAJobShareItsClaim TestJobBeforeItsClaim \
+	TestRestart TestKEP672Story TestThreeStageChain TestStartBarrier TestStartBarrierStages \
+	TestStartBarrierRefused TestForgedGatedPodNotReleased TestGang TestGangNameTaken TestStages \
+	TestVolcanoTaskMinimums TestControllerBinaries TestManagedElsewhere TestJobSetCompletes \
+	TestVolumeBinds TestResourceClaimAllocated TestJobDeletionCollectsPods TestTutorial
+space := $(subst ,, )
+quick_tests = $(subst $(space),|,$(strip $(QUICK_TESTS)))
 
 # make e2e: the suites of e2e/suites (e2e/README.md) on the testbed, on the one of KUBECONFIG
 # when it is set, else each on one it starts for the run.
@@ -88,12 +102,18 @@ e2e_run.kind          = $(MAKE) --no-print-directory e2e-kind
 # upgrade: a testbed of KUBE_DEFAULT whose control plane the test replaces by KUBE_NEXT's.
 e2e_run.upgrade       = $(MAKE) --no-print-directory KUBE_VERSION=$(KUBE_NEXT) testbed-core-bins && \
 	cd e2e && env -u KUBECONFIG TESTBED_UPGRADE_BIN_DIR=$(BIN)/testbed-$(KUBE_NEXT) GOWORK=off go test $(GO_TEST_FLAGS) -timeout 15m -v ./suites/upgrade/ $(summary)
-# Without SUITE; E2E_EXCLUDE_QUICK=1 (make test-all, after make e2e-quick): without QUICK_SUITES.
+# Without SUITE; E2E_EXCLUDE_QUICK=1 (make test-all, after make e2e-quick): without what make
+# e2e-quick ran (QUICK_TESTS of QUICK_SUITES; the same names in other suites do run).
 # Neither runs kai (KAI Scheduler's build is its own: make e2e SUITE=kai) nor upgrade (make e2e SUITE=upgrade).
 E2E_EXCLUDE_QUICK ?=
-e2e_reduced_skip = -skip '^($(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS))$$'
-e2e_run_reduced = $(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster -e /suites/kai -e /suites/upgrade \
-	$(if $(E2E_EXCLUDE_QUICK),$(foreach s,$(QUICK_SUITES),-e /suites/$s$$))) $(summary)
+reduced_skipped = $(NEIGHBOUR_FULL_TESTS)|$(GATE_OFF_TESTS)|$(JOBSET_GATES_FULL_TESTS)|$(OBSERVABILITY_FULL_TESTS)
+e2e_reduced_skip = -skip '^($(reduced_skipped))$$'
+e2e_other_suites = $$(GOWORK=off go list ./suites/... | grep -v -e /suites/kind -e /suites/multicluster -e /suites/kai -e /suites/upgrade \
+	$(foreach s,$(QUICK_SUITES),-e /suites/$s$$))
+e2e_run_reduced = $(if $(E2E_EXCLUDE_QUICK),\
+	($(e2e_test) -p 1 -timeout 30m -v -skip '^($(reduced_skipped)|$(quick_tests))$$' $(foreach s,$(QUICK_SUITES),./suites/$s/) $(summary)) && \
+	($(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $(e2e_other_suites) $(summary)),\
+	$(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $(foreach s,$(QUICK_SUITES),./suites/$s/) $(e2e_other_suites) $(summary))
 
 comma := ,
 SUITES := $(subst $(comma), ,$(SUITE))
@@ -112,8 +132,8 @@ e2e: $(if $(SUITES),$(foreach s,$(SUITES),$(call e2e_needs,$s)),testbed-bins kue
 	$(if $(SUITES),$(foreach s,$(SUITES),$(call e2e_run,$s)$(nl)),$(e2e_run_reduced))
 
 .PHONY: e2e-quick
-e2e-quick: testbed-bins build ## test: The e2e suites make test runs (QUICK_SUITES), reduced
-	$(e2e_test) -p 1 -timeout 30m -v $(e2e_reduced_skip) $(foreach s,$(QUICK_SUITES),./suites/$s/) $(summary)
+e2e-quick: testbed-bins build ## test: What make test runs of the e2e suites: QUICK_TESTS of QUICK_SUITES
+	$(e2e_test) -p 1 -timeout 20m -v -run '^($(quick_tests))$$' $(foreach s,$(QUICK_SUITES),./suites/$s/) $(summary)
 
 .PHONY: unit
 unit: testbed-bins ## test: Unit and integration tests of every module

@@ -161,15 +161,15 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 }
 
 // deleteComposites deletes the JobSet's CompositePodGroups of ours that are not of a wanted
-// composite gang (the JobSet finished).
-func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.JobSet, wanted []podgroups.Gang) error {
+// composite gang (the JobSet finished), but those kept for now (keptWhileEarly).
+func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.JobSet, w wants) (kept bool, _ error) {
 	list := backend.MetaList(r.CompositeKind)
 	if err := r.Client.List(ctx, list, client.InNamespace(js.Namespace), client.MatchingFields{JobSetNameIndex: js.Name}); err != nil {
 		reconcileErrors.WithLabelValues("list").Inc()
-		return fmt.Errorf("listing CompositePodGroups: %w", err)
+		return false, fmt.Errorf("listing CompositePodGroups: %w", err)
 	}
 	keep := map[string]bool{}
-	for _, g := range wanted {
+	for _, g := range w.composites {
 		keep[g.Name] = true
 	}
 	for i := range list.Items {
@@ -177,13 +177,17 @@ func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.Jo
 		if keep[cpg.Name] || !backend.Ours(cpg, js) || r.going(cpg) {
 			continue
 		}
+		if r.keptWhileEarly(w, cpg) {
+			kept = true
+			continue
+		}
 		deleted, err := r.remove(ctx, "CompositePodGroup", cpg)
 		if err != nil {
-			return err
+			return kept, err
 		}
 		if deleted {
 			addon.Tell(r.Recorder, js, cpg, corev1.EventTypeNormal, ReasonCompositeDeleted, actionDelete, "Deleted CompositePodGroup %s: the JobSet finished", cpg.Name)
 		}
 	}
-	return nil
+	return kept, nil
 }

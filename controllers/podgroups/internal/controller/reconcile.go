@@ -61,13 +61,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return whileTaken(taken, ctrl.Result{}), r.failed(js, err)
 	}
 	pending, errs := r.ensureGangs(ctx, js, p, w, have, made)
-	errs = r.deleteStale(ctx, js, p, w, have, errs)
+	kept, errs := r.deleteStale(ctx, js, p, w, have, errs)
 	if !taken && len(errs) == 0 {
 		if err := r.retryHeld(ctx, js); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	res, err := r.finish(js, waiting || pending, errs)
+	if kept && (res.RequeueAfter == 0 || res.RequeueAfter > EarlyGrace) {
+		res.RequeueAfter = EarlyGrace
+	}
 	return whileTaken(taken, res), err
 }
 
@@ -219,26 +222,46 @@ func (r *Reconciler) ensureGangs(ctx context.Context, js *jobsetv1alpha2.JobSet,
 
 // deleteStale deletes our PodGroups left in have (not wanted), and, when all went well so far,
 // the CompositePodGroups not wanted and the Workload of a finished JobSet, after their PodGroups.
-func (r *Reconciler) deleteStale(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, w wants, have map[string]client.Object, errs []error) []error {
+// kept is true when it left one for now (keptWhileEarly): the reconcile is requeued.
+func (r *Reconciler) deleteStale(ctx context.Context, js *jobsetv1alpha2.JobSet, p plan, w wants, have map[string]client.Object, errs []error) (kept bool, _ []error) {
 	for _, name := range slices.Sorted(maps.Keys(have)) {
 		if r.going(have[name]) {
 			continue // deleted already, its finalizer not yet removed
+		}
+		if r.keptWhileEarly(w, have[name]) {
+			kept = true
+			continue
 		}
 		if err := r.deletePodGroup(ctx, js, p.backend, have[name], w.why[name]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if _, ok := p.backend.(backend.Composites); ok && r.composites() && len(errs) == 0 {
-		if err := r.deleteComposites(ctx, js, w.composites); err != nil {
+		k, err := r.deleteComposites(ctx, js, w)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		kept = kept || k
 	}
 	if wb, ok := p.backend.(backend.Workloads); ok && jobsets.Finished(js) && len(errs) == 0 {
 		if err := r.deleteWorkload(ctx, js, wb); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errs
+	return kept, errs
+}
+
+// EarlyGrace is how long a gang object of a stage whose Jobs the cache does not show yet
+// (wants.early) is kept: the Job webhook made it as upstream created the stage's first Job, and
+// that Job comes into the cache within moments. Should none come (another webhook refused the
+// Job after ours made the gang), the gang object goes after this, and is made again with the
+// Job's next create.
+const EarlyGrace = 30 * time.Second
+
+// keptWhileEarly tells whether obj, a gang object not wanted now, is kept for now: its stage's
+// Jobs are not in the cache yet (wants.early) and it is younger than EarlyGrace.
+func (r *Reconciler) keptWhileEarly(w wants, obj client.Object) bool {
+	return w.early.Has(obj.GetName()) && r.Clock.Since(obj.GetCreationTimestamp().Time) < EarlyGrace
 }
 
 // finish tells what failed, and requeues when the cache has yet to show what was made.
