@@ -9,10 +9,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,8 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -41,21 +37,6 @@ var suites = []struct{ name, run string }{
 
 // Marker separates the hand-written part of the output file from the results written here.
 const Marker = "<!-- Everything below is written by `make e2e SUITE=compat` (e2e/cmd/compat); do not edit it by hand. -->"
-
-// testResult is one top-level test of one suite on one combination, or a subtest skipped.
-type testResult struct {
-	Name    string
-	Action  string // pass, fail, skip
-	Elapsed float64
-	Reason  string // the skip's message, or the failure's last lines
-}
-
-// suiteResult is one suite on one combination.
-type suiteResult struct {
-	Tests []testResult
-	// Failed is why the suite failed outside any test (setup, build, testbed), or "".
-	Failed string
-}
 
 type combo struct {
 	Kube, JobSet string
@@ -195,142 +176,6 @@ func runSuite(ctx context.Context, env []string, name, run, logPath string) *sui
 	return res
 }
 
-// event is one line of `go test -json`.
-type event struct {
-	Action  string
-	Test    string
-	Output  string
-	Elapsed float64
-}
-
-// fileLine is how the testing package starts a t.Log, t.Skip or t.Error line.
-var fileLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
-
-// readEvents reads `go test -json` output: each top-level test's result, with its skip
-// message or its failure's last lines, each subtest skipped (a story that cannot run on this
-// combination), and why the package failed outside any test.
-func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
-	outputs := map[string][]string{} // by top-level test, its subtests' output included
-	own := map[string][]string{}     // by test
-	var pkgOutput []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
-		top, _, _ := strings.Cut(e.Test, "/")
-		switch {
-		case e.Action == "output" && e.Test == "":
-			pkgOutput = append(pkgOutput, e.Output)
-			fmt.Fprint(os.Stderr, e.Output)
-		case e.Action == "output":
-			outputs[top] = append(outputs[top], e.Output)
-			own[e.Test] = append(own[e.Test], e.Output)
-			fmt.Fprint(os.Stderr, e.Output)
-		case e.Test != "" && e.Test != top && e.Action == "skip":
-			tests = append(tests, testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed, Reason: skipReason(own[e.Test])})
-		case e.Test != "" && e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
-			t := testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed}
-			switch e.Action {
-			case "skip":
-				t.Reason = skipReason(own[top])
-			case "fail":
-				t.Reason = failReason(outputs[top])
-			}
-			tests = append(tests, t)
-		case e.Test == "" && e.Action == "fail":
-			if !slices.ContainsFunc(tests, func(t testResult) bool { return t.Action == "fail" }) {
-				pkgFailed = "the suite failed outside its tests: " + lastLines(strings.Join(pkgOutput, ""), 6)
-			}
-		}
-	}
-	return tests, pkgFailed
-}
-
-// skipReason is the message of the t.Skip in a test's output.
-func skipReason(out []string) string {
-	for i := len(out) - 1; i >= 0; i-- {
-		if loc := fileLine.FindStringIndex(out[i]); loc != nil {
-			return strings.TrimSpace(out[i][loc[1]:])
-		}
-	}
-	return "skipped without a message"
-}
-
-// failReason is the first error lines of a failed test: its t.Error or t.Fatal messages.
-func failReason(out []string) string {
-	var msgs []string
-	for _, line := range out {
-		if loc := fileLine.FindStringIndex(line); loc != nil && !strings.Contains(line, "--- ") {
-			msgs = append(msgs, strings.TrimSpace(line[loc[1]:]))
-		}
-	}
-	if len(msgs) == 0 {
-		return lastLines(strings.Join(out, ""), 3)
-	}
-	return msgs[len(msgs)-1]
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " / ")
-}
-
-func (s *suiteResult) failed() bool {
-	return s.Failed != "" || slices.ContainsFunc(s.Tests, func(t testResult) bool { return t.Action == "fail" })
-}
-
-// cell is the suite's entry in the table: fail (with the tests that failed), or pass with the
-// number of top-level tests that passed, and n/a with the tests or subtests that cannot run on
-// this combination.
-func (s *suiteResult) cell() string {
-	var passed, failed, na []string
-	top := 0
-	for _, t := range s.Tests {
-		if !strings.Contains(t.Name, "/") {
-			top++
-		}
-		switch t.Action {
-		case "pass":
-			passed = append(passed, t.Name)
-		case "fail":
-			failed = append(failed, t.Name)
-		case "skip":
-			if n := shortName(t.Name); !slices.Contains(na, n) {
-				na = append(na, n) // one feature's assessments, each skipped, once
-			}
-		}
-	}
-	var parts []string
-	switch {
-	case s.Failed != "":
-		parts = append(parts, "**fail**: suite did not run")
-	case len(failed) > 0:
-		parts = append(parts, fmt.Sprintf("**fail** %d/%d: %s", len(failed), top, strings.Join(failed, ", ")))
-	case len(passed) > 0:
-		parts = append(parts, fmt.Sprintf("pass %d/%d", len(passed), top))
-	case len(na) == 0:
-		parts = append(parts, "**fail**: no test ran")
-	}
-	if len(na) > 0 {
-		parts = append(parts, "n/a: "+strings.Join(na, ", "))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// shortName is a test's name down to its feature: TestStories/story2.yaml, not its assessment.
-func shortName(name string) string {
-	if parts := strings.Split(name, "/"); len(parts) > 2 {
-		return strings.Join(parts[:2], "/")
-	}
-	return name
-}
-
 // toolVersions names the versioned directory of each binary linked in dir (kube-v1.34.4).
 func toolVersions(dir string) []string {
 	links, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -344,82 +189,6 @@ func toolVersions(dir string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// writeResults replaces what follows the marker line of file with the results.
-func writeResults(file string, start time.Time, command string, combos []*combo) error {
-	head := "# Compatibility matrix\n\n"
-	if old, err := os.ReadFile(file); err == nil {
-		if i := bytes.Index(old, []byte(Marker)); i >= 0 {
-			head = string(old[:i])
-		}
-	}
-	var b strings.Builder
-	b.WriteString(head + Marker + "\n\n")
-	fmt.Fprintf(&b, "Run on %s (%s, %d CPUs, %s), taking %s, by:\n\n```sh\n%s\n```\n\n",
-		start.Format("2006-01-02 15:04 MST"), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(),
-		time.Since(start).Round(time.Second), command)
-	b.WriteString("Tests run per add-on (`go test -run`):\n\n")
-	for _, s := range suites {
-		fmt.Fprintf(&b, "- %s: `^(%s)$`\n", s.name, s.run)
-	}
-	b.WriteString("\n| Kubernetes | JobSet |")
-	for _, s := range suites {
-		b.WriteString(" " + s.name + " |")
-	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(suites)) + "\n")
-	for _, c := range combos {
-		fmt.Fprintf(&b, "| %s | %s |", c.Kube, c.JobSet)
-		for _, s := range suites {
-			switch r := c.Suites[s.name]; {
-			case r != nil:
-				b.WriteString(" " + r.cell() + " |")
-			case c.Err != "":
-				b.WriteString(" **fail**: combination did not run |")
-			default:
-				b.WriteString(" not run |")
-			}
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n## Per combination\n")
-	for _, c := range combos {
-		fmt.Fprintf(&b, "\n### Kubernetes %s, JobSet %s\n\n", c.Kube, c.JobSet)
-		if c.Server != "" {
-			fmt.Fprintf(&b, "apiserver reported %s; ", c.Server)
-		}
-		fmt.Fprintf(&b, "binaries: %s; %s.\n\n", strings.Join(c.Tools, ", "), c.Duration.Round(time.Second))
-		if c.Err != "" {
-			fmt.Fprintf(&b, "**The combination failed**: %s\n\n", oneLine(c.Err))
-		}
-		for _, s := range suites {
-			r := c.Suites[s.name]
-			if r == nil {
-				continue
-			}
-			if r.Failed != "" {
-				fmt.Fprintf(&b, "- %s: **fail**: %s\n", s.name, oneLine(r.Failed))
-			}
-			for _, t := range r.Tests {
-				result := map[string]string{"pass": "pass", "fail": "**fail**", "skip": "n/a"}[t.Action]
-				fmt.Fprintf(&b, "- %s `%s`: %s (%.1fs)", s.name, t.Name, result, t.Elapsed)
-				if t.Reason != "" {
-					fmt.Fprintf(&b, ": %s", oneLine(t.Reason))
-				}
-				b.WriteString("\n")
-			}
-		}
-	}
-	return os.WriteFile(file, []byte(b.String()), 0o644)
-}
-
-// oneLine makes s fit in a Markdown list item.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 400 {
-		s = s[:400] + "…"
-	}
-	return strings.ReplaceAll(s, "|", `\|`)
 }
 
 // splitCombo splits KUBE-JOBSET at its last "-": a Kubernetes pre-release has one of its own
