@@ -36,6 +36,7 @@ var fileLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
 	outputs := map[string][]string{} // by top-level test, its subtests' output included
 	own := map[string][]string{}     // by test
+	failed := map[string][]string{}  // by top-level test, the tests below it that failed
 	var pkgOutput []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -55,13 +56,15 @@ func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
 			fmt.Fprint(os.Stderr, e.Output)
 		case e.Test != "" && e.Test != top && e.Action == "skip":
 			tests = append(tests, testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed, Reason: skipReason(own[e.Test])})
+		case e.Test != "" && e.Test != top && e.Action == "fail":
+			failed[top] = append(failed[top], e.Test)
 		case e.Test != "" && e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			t := testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed}
 			switch e.Action {
 			case "skip":
 				t.Reason = skipReason(own[top])
 			case "fail":
-				t.Reason = failReason(outputs[top])
+				t.Reason = failReason(top, append(failed[top], top), own, outputs[top])
 			}
 			tests = append(tests, t)
 		case e.Test == "" && e.Action == "fail":
@@ -83,18 +86,38 @@ func skipReason(out []string) string {
 	return "skipped without a message"
 }
 
-// failReason is the first error lines of a failed test: its t.Error or t.Fatal messages.
-func failReason(out []string) string {
+// failReason is what a failed test said: the last t.Error or t.Fatal message of each test in
+// failed (top's subtests that failed, named below top, then top itself), or, where none said
+// anything (a panic, a timeout), the last lines of out, top's whole output. What a subtest that
+// did not fail logged (an n/a's skip message) is never taken for the failure.
+func failReason(top string, failed []string, own map[string][]string, out []string) string {
+	var parts []string
+	for _, name := range failed {
+		msgs := messages(own[name])
+		if len(msgs) == 0 {
+			continue // a parent that failed because a subtest did
+		}
+		msg := msgs[len(msgs)-1]
+		if rel, ok := strings.CutPrefix(name, top+"/"); ok {
+			msg = rel + ": " + msg
+		}
+		parts = append(parts, msg)
+	}
+	if len(parts) == 0 {
+		return lastLines(strings.Join(out, ""), 3)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// messages are the t.Log, t.Error or t.Fatal messages in a test's output.
+func messages(out []string) []string {
 	var msgs []string
 	for _, line := range out {
 		if loc := fileLine.FindStringIndex(line); loc != nil && !strings.Contains(line, "--- ") {
 			msgs = append(msgs, strings.TrimSpace(line[loc[1]:]))
 		}
 	}
-	if len(msgs) == 0 {
-		return lastLines(strings.Join(out, ""), 3)
-	}
-	return msgs[len(msgs)-1]
+	return msgs
 }
 
 func lastLines(s string, n int) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestReadEventsAndCell(t *testing.T) {
 		{Name: "TestStories/b.yaml/assess", Action: "skip", Reason: "n/a on JobSet v0.8.0: one predecessor only (needs JobSet v0.9.0 or later)"},
 		{Name: "TestStories", Action: "pass", Elapsed: 12.5},
 		{Name: "TestChange", Action: "skip", Reason: "n/a on JobSet v0.10.1: no gate (needs JobSet v0.12.0 or later)"},
-		{Name: "TestBad", Action: "fail", Elapsed: 1, Reason: "want refused, got nil"},
+		{Name: "TestBad", Action: "fail", Elapsed: 1, Reason: "x: want refused, got nil"},
 	}
 	if len(tests) != len(want) {
 		t.Fatalf("tests %+v, want %+v", tests, want)
@@ -52,6 +53,41 @@ func TestReadEventsAndCell(t *testing.T) {
 	}
 	if got, want := (&suiteResult{}).cell(), "**fail**: no test ran"; got != want {
 		t.Errorf("cell %q, want %q", got, want)
+	}
+}
+
+// TestFailReason: a failed test's reason is what its failing subtests said, each named, not a
+// later subtest's n/a (Kubernetes v1.35.4's TestAdmission once read "n/a on Kubernetes older
+// than 1.37.0" where two cases had been admitted); a test failed without a message (a panic)
+// gives its last lines.
+func TestFailReason(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Test":"TestAdmission/op/refused","Output":"    admission_test.go:90: admitted\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/op/refused","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/op","Output":"--- FAIL: TestAdmission/op (0.06s)\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/op","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/effect/refused","Output":"    admission_test.go:90: admitted\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/effect/refused","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/z/causes","Output":"    framework.go:12: n/a on Kubernetes older than 1.37.0: wording\n"}`,
+		`{"Action":"skip","Test":"TestAdmission/z/causes","Elapsed":0}`,
+		`{"Action":"fail","Test":"TestAdmission","Elapsed":3}`,
+		`{"Action":"output","Test":"TestPanic","Output":"panic: boom\n"}`,
+		`{"Action":"output","Test":"TestPanic","Output":"goroutine 7 [running]:\n"}`,
+		`{"Action":"fail","Test":"TestPanic","Elapsed":0}`,
+	}, "\n")
+	tests, _ := readEvents(strings.NewReader(in))
+	var got []string
+	for _, r := range tests {
+		if r.Action == "fail" {
+			got = append(got, r.Name+": "+r.Reason)
+		}
+	}
+	want := []string{
+		"TestAdmission: op/refused: admitted; effect/refused: admitted",
+		"TestPanic: panic: boom / goroutine 7 [running]:",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
 	}
 }
 
