@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ var fileLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 // readEvents reads `go test -json` output: each top-level test's result, with its skip
 // message or its failure's last lines, each subtest skipped (a story that cannot run on this
 // combination), and why the package failed outside any test.
-func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
+func readEvents(r io.Reader, echo io.Writer) (tests []testResult, pkgFailed string) {
 	outputs := map[string][]string{} // by top-level test, its subtests' output included
 	own := map[string][]string{}     // by test
 	failed := map[string][]string{}  // by top-level test, the tests below it that failed
@@ -49,11 +48,11 @@ func readEvents(r io.Reader) (tests []testResult, pkgFailed string) {
 		switch {
 		case e.Action == "output" && e.Test == "":
 			pkgOutput = append(pkgOutput, e.Output)
-			fmt.Fprint(os.Stderr, e.Output)
+			fmt.Fprint(echo, e.Output)
 		case e.Action == "output":
 			outputs[top] = append(outputs[top], e.Output)
 			own[e.Test] = append(own[e.Test], e.Output)
-			fmt.Fprint(os.Stderr, e.Output)
+			fmt.Fprint(echo, e.Output)
 		case e.Test != "" && e.Test != top && e.Action == "skip":
 			tests = append(tests, testResult{Name: e.Test, Action: e.Action, Elapsed: e.Elapsed, Reason: skipReason(own[e.Test])})
 		case e.Test != "" && e.Test != top && e.Action == "fail":

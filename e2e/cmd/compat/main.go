@@ -1,11 +1,15 @@
 // Command compat runs the compatibility matrix (make e2e SUITE=compat): for each combination
 // KUBE-JOBSET given as an argument (v1.37.2-v0.8.0), a fresh testbed on bin/testbed-KUBE-JOBSET
 // (linked by make), the core e2e cases of every add-on's suite on it, one suite after another,
-// then the testbed stopped. It writes the results into the file -out below its marker line:
-// the date, the exact versions that ran, pass, fail or n/a (with the skip's reason) per add-on
-// per combination, and the command. What is above the marker is kept as it is.
+// then the testbed stopped. Each suite's `go test -json` goes to .testbed-compat/logs/, and the
+// run's facts (when, which command, per combination the versions that ran and how long) to
+// facts.json beside them. From those two it writes the results into the file -out below its
+// marker line: per add-on per combination pass, fail or n/a, why each n/a, and the facts. What
+// is above the marker is kept as it is. -render-from writes them again from such a directory,
+// running nothing.
 //
 //	compat -out docs/compatibility.md -command "make e2e SUITE=compat" v1.37.2-v0.8.0 v1.34.4-v0.12.0
+//	compat -out docs/compatibility.md -render-from .testbed-compat/logs
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,7 +33,7 @@ import (
 
 // suites are the core cases run per add-on: its KEP stories or examples, its bad-input table,
 // and (podgroups) the case that needs a JobSet feature gate. No chaos, no timing.
-var suites = []struct{ name, run string }{
+var suites = []suiteSpec{
 	{"volumeclaims", "TestStories|TestBadInputRefused"},
 	{"resourceclaims", "TestKEP762Example|TestAdmission"},
 	{"sequencer", "TestKEP672Story|TestFanIn|TestBadInputRefused"},
@@ -38,38 +43,51 @@ var suites = []struct{ name, run string }{
 // Marker separates the hand-written part of the output file from the results written here.
 const Marker = "<!-- Everything below is written by `make e2e SUITE=compat` (e2e/cmd/compat); do not edit it by hand. -->"
 
-type combo struct {
-	Kube, JobSet string
-	// Server is the version the apiserver reported; Tools the versions of every binary linked.
-	Server string
-	Tools  []string
-	Suites map[string]*suiteResult
-	// Err is why the combination could not run at all (the testbed did not start).
-	Err      string
-	Duration time.Duration
-}
+// workDir is the testbed's directory, below the repository's root: never that of a testbed
+// started with `make testbed-up`. Its logs/ keeps each suite's log and the run's facts.
+const workDir = ".testbed-compat"
 
 func main() {
 	out := flag.String("out", "", "file to write the results into, below its marker line")
 	command := flag.String("command", "make e2e SUITE=compat", "the command, as the results name it")
+	renderFrom := flag.String("render-from", "", "run nothing: write the results of the run whose logs and "+FactsFile+" are in this directory")
 	flag.Parse()
-	if *out == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: compat -out FILE [-command CMD] KUBE-JOBSET...")
+	if *out == "" || (flag.NArg() == 0) == (*renderFrom == "") {
+		fmt.Fprintln(os.Stderr, "usage: compat -out FILE [-command CMD] KUBE-JOBSET...\n       compat -out FILE -render-from DIR")
 		os.Exit(2)
+	}
+	if *renderFrom != "" {
+		render(*out, *renderFrom)
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	start := time.Now().UTC()
-	var combos []*combo
-	failed := false
-	for _, arg := range flag.Args() {
+	tb, err := testbed.DefaultConfig()
+	if err != nil {
+		fail(err)
+	}
+	logDir := filepath.Join(tb.Root, workDir, "logs")
+	f := &runFacts{Command: *command, Start: time.Now().UTC(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Go: runtime.Version(), Suites: suites}
+	failed := runAll(ctx, f, flag.Args(), logDir)
+	render(*out, logDir)
+	if failed {
+		logf("Some combinations failed: see %s", *out)
+		os.Exit(1)
+	}
+}
+
+// runAll runs each combination of args in turn, writing f into logDir after each, and says
+// whether any failed. An interrupted run stops at once, its facts written up to there.
+func runAll(ctx context.Context, f *runFacts, args []string, logDir string) (failed bool) {
+	for _, arg := range args {
 		kube, jobset, ok := splitCombo(arg)
 		if !ok {
 			fail(fmt.Errorf("%q: want KUBE-JOBSET, as v1.37.2-v0.12.0", arg))
 		}
 		c := &combo{Kube: kube, JobSet: jobset, Suites: map[string]*suiteResult{}}
-		combos = append(combos, c)
-		if err := runCombo(ctx, c); err != nil {
+		f.Combos = append(f.Combos, c)
+		if err := runCombo(ctx, c, logDir); err != nil {
 			c.Err = err.Error()
 			logf("=== Kubernetes %s, JobSet %s failed: %v", kube, jobset, err)
 		}
@@ -77,35 +95,43 @@ func main() {
 			failed = failed || s.failed()
 		}
 		failed = failed || c.Err != ""
+		f.Seconds = time.Since(f.Start).Seconds()
+		if err := writeFacts(logDir, f); err != nil {
+			fail(err)
+		}
 		if ctx.Err() != nil {
 			fail(ctx.Err())
 		}
 	}
-	if err := writeResults(*out, start, *command, combos); err != nil {
+	return failed
+}
+
+// render writes the results of the run in logDir (its facts and logs) into out.
+func render(out, logDir string) {
+	f, err := loadRun(logDir)
+	if err != nil {
 		fail(err)
 	}
-	logf("Results written to %s", *out)
-	if failed {
-		logf("Some combinations failed: see %s", *out)
-		os.Exit(1)
+	if err := writeResults(out, f); err != nil {
+		fail(err)
 	}
+	logf("Results written to %s", out)
 }
 
 // runCombo starts a fresh testbed for c, runs every suite on it, and always stops it.
-func runCombo(ctx context.Context, c *combo) (err error) {
+func runCombo(ctx context.Context, c *combo, logDir string) (err error) {
 	tb, err := testbed.DefaultConfig()
 	if err != nil {
 		return err
 	}
-	// A directory of its own: never a testbed started with `make testbed-up`.
-	tb.WorkDir = filepath.Join(tb.Root, ".testbed-compat")
+	tb.WorkDir = filepath.Join(tb.Root, workDir)
 	tb.Bins = filepath.Join(tb.Root, "bin", "testbed-"+c.Kube+"-"+c.JobSet)
 	if got := tb.JobSetVersion(); got != c.JobSet {
 		return fmt.Errorf("%s holds JobSet %q, not %s: run make e2e SUITE=compat", tb.Bins, got, c.JobSet)
 	}
 	c.Tools = toolVersions(tb.Bins)
 	start := time.Now()
-	defer func() { c.Duration = time.Since(start) }()
+	defer func() { c.Seconds = time.Since(start).Seconds() }()
 	logf("=== Kubernetes %s, JobSet %s: starting a fresh testbed from %s", c.Kube, c.JobSet, tb.Bins)
 	// A testbed left in this directory by an interrupted run goes first.
 	if err := testbed.Down(ctx, tb, logf); err != nil {
@@ -133,10 +159,18 @@ func runCombo(ctx context.Context, c *combo) (err error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		logf("--- %s on Kubernetes %s, JobSet %s: -run '^(%s)$'", s.name, c.Kube, c.JobSet, s.run)
-		logPath := filepath.Join(tb.WorkDir, "logs", fmt.Sprintf("%s-%s-%s.json", c.Kube, c.JobSet, s.name))
-		c.Suites[s.name] = runSuite(ctx, env, s.name, s.run, logPath)
-		logf("--- %s: %s (log: %s)", s.name, c.Suites[s.name].cell(), logPath)
+		logf("--- %s on Kubernetes %s, JobSet %s: -run '^(%s)$'", s.Name, c.Kube, c.JobSet, s.Run)
+		logPath := filepath.Join(logDir, logName(c.Kube, c.JobSet, s.Name))
+		c.Ran = append(c.Ran, s.Name)
+		res := runSuite(ctx, env, s.Name, s.Run, logPath)
+		if res.Failed != "" {
+			if c.SuiteErrs == nil {
+				c.SuiteErrs = map[string]string{}
+			}
+			c.SuiteErrs[s.Name] = res.Failed
+		}
+		c.Suites[s.Name] = res
+		logf("--- %s: %s (log: %s)", s.Name, res.cell(), logPath)
 	}
 	return nil
 }
@@ -169,7 +203,7 @@ func runSuite(ctx context.Context, env []string, name, run, logPath string) *sui
 		res.Failed = err.Error()
 		return res
 	}
-	res.Tests, res.Failed = readEvents(io.TeeReader(stdout, logFile))
+	res.Tests, res.Failed = readEvents(io.TeeReader(stdout, logFile), os.Stderr)
 	if err := cmd.Wait(); err != nil && res.Failed == "" && !res.failed() {
 		res.Failed = fmt.Sprintf("go test: %v: %s", err, lastLines(stderr.String(), 5))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestReadEventsAndCell(t *testing.T) {
 		`{"Action":"fail","Test":"TestBad","Elapsed":1}`,
 		`{"Action":"fail","Elapsed":14}`,
 	}, "\n")
-	tests, pkgFailed := readEvents(strings.NewReader(in))
+	tests, pkgFailed := readEvents(strings.NewReader(in), io.Discard)
 	if pkgFailed != "" {
 		t.Errorf("package failure %q: the failure is a test's", pkgFailed)
 	}
@@ -75,7 +76,7 @@ func TestFailReason(t *testing.T) {
 		`{"Action":"output","Test":"TestPanic","Output":"goroutine 7 [running]:\n"}`,
 		`{"Action":"fail","Test":"TestPanic","Elapsed":0}`,
 	}, "\n")
-	tests, _ := readEvents(strings.NewReader(in))
+	tests, _ := readEvents(strings.NewReader(in), io.Discard)
 	var got []string
 	for _, r := range tests {
 		if r.Action == "fail" {

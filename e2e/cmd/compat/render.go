@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -67,8 +66,8 @@ func shortName(name string) string {
 	return name
 }
 
-// writeResults replaces what follows the marker line of file with the results.
-func writeResults(file string, start time.Time, command string, combos []*combo) error {
+// writeResults replaces what follows the marker line of file with the results of the run f.
+func writeResults(file string, f *runFacts) error {
 	head := "# Compatibility matrix\n\n"
 	if old, err := os.ReadFile(file); err == nil {
 		if i := bytes.Index(old, []byte(Marker)); i >= 0 {
@@ -78,21 +77,20 @@ func writeResults(file string, start time.Time, command string, combos []*combo)
 	var b strings.Builder
 	b.WriteString(head + Marker + "\n\n")
 	fmt.Fprintf(&b, "Run on %s (%s, %d CPUs, %s), taking %s, by:\n\n```sh\n%s\n```\n\n",
-		start.Format("2006-01-02 15:04 MST"), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(),
-		time.Since(start).Round(time.Second), command)
+		f.Start.UTC().Format("2006-01-02 15:04 MST"), f.Platform, f.CPUs, f.Go, seconds(f.Seconds), f.Command)
 	b.WriteString("Tests run per add-on (`go test -run`):\n\n")
-	for _, s := range suites {
-		fmt.Fprintf(&b, "- %s: `^(%s)$`\n", s.name, s.run)
+	for _, s := range f.Suites {
+		fmt.Fprintf(&b, "- %s: `^(%s)$`\n", s.Name, s.Run)
 	}
 	b.WriteString("\n| Kubernetes | JobSet |")
-	for _, s := range suites {
-		b.WriteString(" " + s.name + " |")
+	for _, s := range f.Suites {
+		b.WriteString(" " + s.Name + " |")
 	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(suites)) + "\n")
-	for _, c := range combos {
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(f.Suites)) + "\n")
+	for _, c := range f.Combos {
 		fmt.Fprintf(&b, "| %s | %s |", c.Kube, c.JobSet)
-		for _, s := range suites {
-			switch r := c.Suites[s.name]; {
+		for _, s := range f.Suites {
+			switch r := c.Suites[s.Name]; {
 			case r != nil:
 				b.WriteString(" " + r.cell() + " |")
 			case c.Err != "":
@@ -104,26 +102,26 @@ func writeResults(file string, start time.Time, command string, combos []*combo)
 		b.WriteString("\n")
 	}
 	b.WriteString("\n## Per combination\n")
-	for _, c := range combos {
+	for _, c := range f.Combos {
 		fmt.Fprintf(&b, "\n### Kubernetes %s, JobSet %s\n\n", c.Kube, c.JobSet)
 		if c.Server != "" {
 			fmt.Fprintf(&b, "apiserver reported %s; ", c.Server)
 		}
-		fmt.Fprintf(&b, "binaries: %s; %s.\n\n", strings.Join(c.Tools, ", "), c.Duration.Round(time.Second))
+		fmt.Fprintf(&b, "binaries: %s; %s.\n\n", strings.Join(c.Tools, ", "), seconds(c.Seconds))
 		if c.Err != "" {
 			fmt.Fprintf(&b, "**The combination failed**: %s\n\n", oneLine(c.Err))
 		}
-		for _, s := range suites {
-			r := c.Suites[s.name]
+		for _, s := range f.Suites {
+			r := c.Suites[s.Name]
 			if r == nil {
 				continue
 			}
 			if r.Failed != "" {
-				fmt.Fprintf(&b, "- %s: **fail**: %s\n", s.name, oneLine(r.Failed))
+				fmt.Fprintf(&b, "- %s: **fail**: %s\n", s.Name, oneLine(r.Failed))
 			}
 			for _, t := range r.Tests {
 				result := map[string]string{"pass": "pass", "fail": "**fail**", "skip": "n/a"}[t.Action]
-				fmt.Fprintf(&b, "- %s `%s`: %s (%.1fs)", s.name, t.Name, result, t.Elapsed)
+				fmt.Fprintf(&b, "- %s `%s`: %s (%.1fs)", s.Name, t.Name, result, t.Elapsed)
 				if t.Reason != "" {
 					fmt.Fprintf(&b, ": %s", oneLine(t.Reason))
 				}
@@ -132,6 +130,11 @@ func writeResults(file string, start time.Time, command string, combos []*combo)
 		}
 	}
 	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// seconds is s seconds, to the second.
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(time.Second)
 }
 
 // oneLine makes s fit in a Markdown list item.
