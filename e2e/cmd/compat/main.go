@@ -170,7 +170,7 @@ func runCombo(ctx context.Context, c *combo, logDir string) (err error) {
 			c.SuiteErrs[s.Name] = res.Failed
 		}
 		c.Suites[s.Name] = res
-		logf("--- %s: %s (log: %s)", s.Name, res.cell(), logPath)
+		logf("--- %s: %s (log: %s)", s.Name, res.cell(nil), logPath)
 	}
 	return nil
 }

@@ -40,19 +40,27 @@ func TestReadEventsAndCell(t *testing.T) {
 			t.Errorf("test %d: %+v, want %+v", i, tests[i], want[i])
 		}
 	}
-	s := &suiteResult{Tests: tests}
-	if got, want := s.cell(), "**fail** 1/3: TestBad; n/a: TestStories/b.yaml, TestChange"; got != want {
-		t.Errorf("cell %q, want %q", got, want)
+	keys := map[string]string{tests[0].Reason: "a", tests[2].Reason: "b"}
+	for _, c := range []struct {
+		tests []testResult
+		keyOf func(string) string
+		want  string
+	}{
+		{tests, nil, "**fail** 1/3: TestBad (2 n/a)"},
+		{tests, func(r string) string { return keys[r] }, "**fail** 1/3: TestBad (2 n/a: a, b)"},
+		{tests[:3], func(r string) string { return keys[r] }, "pass 1/2 (2 n/a: a, b)"},
+		// a subtest n/a for the same reason as another counts, its key named once
+		{append(tests[:3:3], testResult{Name: "TestStories/b.yaml/other", Action: "skip", Reason: tests[0].Reason}),
+			func(r string) string { return keys[r] }, "pass 1/2 (3 n/a: a, b)"},
+		{tests[1:2], nil, "pass 1/1"},
+		{tests[2:3], func(r string) string { return keys[r] }, "all n/a (1 n/a: b)"},
+		{nil, nil, "**fail**: no test ran"},
+	} {
+		if got := (&suiteResult{Tests: c.tests}).cell(c.keyOf); got != c.want {
+			t.Errorf("cell %q, want %q", got, c.want)
+		}
 	}
-	s.Tests = tests[:3]
-	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
-		t.Errorf("cell %q, want %q", got, want)
-	}
-	s.Tests = append(tests[:3:3], testResult{Name: "TestStories/b.yaml/other", Action: "skip"})
-	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
-		t.Errorf("cell %q, want %q (a feature skipped twice, named once)", got, want)
-	}
-	if got, want := (&suiteResult{}).cell(), "**fail**: no test ran"; got != want {
+	if got, want := (&suiteResult{Tests: tests[1:2], Failed: "go test: exit status 2"}).cell(nil), "**fail**: suite did not run"; got != want {
 		t.Errorf("cell %q, want %q", got, want)
 	}
 }

@@ -20,12 +20,12 @@ func (s *suiteResult) failed() bool {
 	return s.Failed != "" || slices.ContainsFunc(s.Tests, func(t testResult) bool { return t.Action == "fail" })
 }
 
-// cell is the suite's entry in the table: fail (with the tests that failed), or pass with the
-// number of top-level tests that passed, and n/a with the tests or subtests that cannot run on
-// this combination.
-func (s *suiteResult) cell() string {
-	var passed, failed, na []string
-	top := 0
+// cell is the suite's entry in the table: pass with the number of top-level tests that passed
+// of those run, or fail with the tests that failed; then how many tests or subtests were n/a
+// and, where keyOf is given, the keys of their reasons: "pass 2/2 (36 n/a: a)".
+func (s *suiteResult) cell(keyOf func(string) string) string {
+	var passed, failed, keys []string
+	top, na := 0, 0
 	for _, t := range s.Tests {
 		if !strings.Contains(t.Name, "/") {
 			top++
@@ -36,34 +36,34 @@ func (s *suiteResult) cell() string {
 		case "fail":
 			failed = append(failed, t.Name)
 		case "skip":
-			if n := shortName(t.Name); !slices.Contains(na, n) {
-				na = append(na, n) // one feature's assessments, each skipped, once
+			na++
+			if keyOf != nil && !slices.Contains(keys, keyOf(t.Reason)) {
+				keys = append(keys, keyOf(t.Reason))
 			}
 		}
 	}
-	var parts []string
+	slices.SortFunc(keys, keyLess)
+	naNote := fmt.Sprintf(" (%d n/a)", na)
+	if len(keys) > 0 {
+		naNote = fmt.Sprintf(" (%d n/a: %s)", na, strings.Join(keys, ", "))
+	}
+	var head string
 	switch {
 	case s.Failed != "":
-		parts = append(parts, "**fail**: suite did not run")
+		head = "**fail**: suite did not run"
 	case len(failed) > 0:
-		parts = append(parts, fmt.Sprintf("**fail** %d/%d: %s", len(failed), top, strings.Join(failed, ", ")))
+		head = fmt.Sprintf("**fail** %d/%d: %s", len(failed), top, strings.Join(failed, ", "))
 	case len(passed) > 0:
-		parts = append(parts, fmt.Sprintf("pass %d/%d", len(passed), top))
-	case len(na) == 0:
-		parts = append(parts, "**fail**: no test ran")
+		head = fmt.Sprintf("pass %d/%d", len(passed), top)
+	case na == 0:
+		return "**fail**: no test ran"
+	default:
+		head = "all n/a"
 	}
-	if len(na) > 0 {
-		parts = append(parts, "n/a: "+strings.Join(na, ", "))
+	if na == 0 {
+		return head
 	}
-	return strings.Join(parts, "; ")
-}
-
-// shortName is a test's name down to its feature: TestStories/story2.yaml, not its assessment.
-func shortName(name string) string {
-	if parts := strings.Split(name, "/"); len(parts) > 2 {
-		return strings.Join(parts[:2], "/")
-	}
-	return name
+	return head + naNote
 }
 
 // writeResults replaces what follows the marker line of file with the results of the run f.
@@ -74,25 +74,45 @@ func writeResults(file string, f *runFacts) error {
 			head = string(old[:i])
 		}
 	}
+	return os.WriteFile(file, []byte(head+Marker+"\n\n"+results(f)), 0o644)
+}
+
+// results is what writeResults writes below the marker: the run, the table, why each n/a, and
+// per combination what ran.
+func results(f *runFacts) string {
 	var b strings.Builder
-	b.WriteString(head + Marker + "\n\n")
-	fmt.Fprintf(&b, "Run on %s (%s, %d CPUs, %s), taking %s, by:\n\n```sh\n%s\n```\n\n",
+	fmt.Fprintf(&b, "## Last run of the matrix\n\nRun on %s (%s, %d CPUs, %s), taking %s, by:\n\n```sh\n%s\n```\n\n",
 		f.Start.UTC().Format("2006-01-02 15:04 MST"), f.Platform, f.CPUs, f.Go, seconds(f.Seconds), f.Command)
 	b.WriteString("Tests run per add-on (`go test -run`):\n\n")
 	for _, s := range f.Suites {
 		fmt.Fprintf(&b, "- %s: `^(%s)$`\n", s.Name, s.Run)
 	}
+	b.WriteString("\nIn each cell: `pass P/T`, P of the add-on's T top-level tests passed and none failed, or " +
+		"`**fail** F/T` and the tests that failed; in brackets, how many tests or subtests were n/a there " +
+		"(skipped: what they check does not exist on that pair) and the keys of their reasons, listed under the table.\n")
+	x := indexNA(f)
+	writeTable(&b, f, x)
+	writeReasons(&b, x)
+	b.WriteString("\n## Per combination\n")
+	for _, c := range f.Combos {
+		writeCombo(&b, f, c, x)
+	}
+	return b.String()
+}
+
+// writeTable writes the table: a row per combination, a column per suite.
+func writeTable(b *strings.Builder, f *runFacts, x *naIndex) {
 	b.WriteString("\n| Kubernetes | JobSet |")
 	for _, s := range f.Suites {
 		b.WriteString(" " + s.Name + " |")
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(f.Suites)) + "\n")
 	for _, c := range f.Combos {
-		fmt.Fprintf(&b, "| %s | %s |", c.Kube, c.JobSet)
+		fmt.Fprintf(b, "| %s | %s |", c.Kube, c.JobSet)
 		for _, s := range f.Suites {
 			switch r := c.Suites[s.Name]; {
 			case r != nil:
-				b.WriteString(" " + r.cell() + " |")
+				b.WriteString(" " + r.cell(x.keyOf) + " |")
 			case c.Err != "":
 				b.WriteString(" **fail**: combination did not run |")
 			default:
@@ -101,35 +121,53 @@ func writeResults(file string, f *runFacts) error {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n## Per combination\n")
-	for _, c := range f.Combos {
-		fmt.Fprintf(&b, "\n### Kubernetes %s, JobSet %s\n\n", c.Kube, c.JobSet)
-		if c.Server != "" {
-			fmt.Fprintf(&b, "apiserver reported %s; ", c.Server)
+}
+
+// writeReasons writes each n/a reason once, with the suites, cells and tests it applies to.
+func writeReasons(b *strings.Builder, x *naIndex) {
+	if len(x.reasons) == 0 {
+		return
+	}
+	b.WriteString("\nWhy n/a, by key:\n\n")
+	for _, r := range x.reasons {
+		fmt.Fprintf(b, "- **%s**: %s\n", r.key, oneLine(r.text))
+		for _, u := range r.uses {
+			fmt.Fprintf(b, "  - %s on %s: %s\n", u.suite, describeCells(u.cells), oneLine(u.tests))
 		}
-		fmt.Fprintf(&b, "binaries: %s; %s.\n\n", strings.Join(c.Tools, ", "), seconds(c.Seconds))
-		if c.Err != "" {
-			fmt.Fprintf(&b, "**The combination failed**: %s\n\n", oneLine(c.Err))
+	}
+}
+
+// writeCombo writes what ran on c: the apiserver, the binaries, how long, and each top-level
+// test's result, a failure with what it said (the n/a subtests are in the reasons).
+func writeCombo(b *strings.Builder, f *runFacts, c *combo, x *naIndex) {
+	fmt.Fprintf(b, "\n### Kubernetes %s, JobSet %s\n\n", c.Kube, c.JobSet)
+	if c.Server != "" {
+		fmt.Fprintf(b, "apiserver reported %s; ", c.Server)
+	}
+	fmt.Fprintf(b, "binaries: %s; %s.\n\n", strings.Join(c.Tools, ", "), seconds(c.Seconds))
+	if c.Err != "" {
+		fmt.Fprintf(b, "**The combination failed**: %s\n\n", oneLine(c.Err))
+	}
+	for _, s := range f.Suites {
+		r := c.Suites[s.Name]
+		if r == nil {
+			continue
 		}
-		for _, s := range f.Suites {
-			r := c.Suites[s.Name]
-			if r == nil {
-				continue
-			}
-			if r.Failed != "" {
-				fmt.Fprintf(&b, "- %s: **fail**: %s\n", s.Name, oneLine(r.Failed))
-			}
-			for _, t := range r.Tests {
-				result := map[string]string{"pass": "pass", "fail": "**fail**", "skip": "n/a"}[t.Action]
-				fmt.Fprintf(&b, "- %s `%s`: %s (%.1fs)", s.Name, t.Name, result, t.Elapsed)
-				if t.Reason != "" {
-					fmt.Fprintf(&b, ": %s", oneLine(t.Reason))
-				}
-				b.WriteString("\n")
+		if r.Failed != "" {
+			fmt.Fprintf(b, "- %s: **fail**: %s\n", s.Name, oneLine(r.Failed))
+		}
+		for _, t := range r.Tests {
+			switch {
+			case strings.Contains(t.Name, "/"):
+			case t.Action == "skip":
+				fmt.Fprintf(b, "- %s `%s`: n/a: %s\n", s.Name, t.Name, x.keyOf(t.Reason))
+			case t.Action == "fail":
+				fmt.Fprintf(b, "- %s `%s`: **fail** (%.1fs): %s\n", s.Name, t.Name, t.Elapsed, oneLine(t.Reason))
+			default:
+				fmt.Fprintf(b, "- %s `%s`: %s (%.1fs)\n", s.Name, t.Name, t.Action, t.Elapsed)
 			}
 		}
 	}
-	return os.WriteFile(file, []byte(b.String()), 0o644)
 }
 
 // seconds is s seconds, to the second.
