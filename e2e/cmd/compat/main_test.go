@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,7 +22,7 @@ func TestReadEventsAndCell(t *testing.T) {
 		`{"Action":"fail","Test":"TestBad","Elapsed":1}`,
 		`{"Action":"fail","Elapsed":14}`,
 	}, "\n")
-	tests, pkgFailed := readEvents(strings.NewReader(in))
+	tests, pkgFailed := readEvents(strings.NewReader(in), io.Discard)
 	if pkgFailed != "" {
 		t.Errorf("package failure %q: the failure is a test's", pkgFailed)
 	}
@@ -28,7 +30,7 @@ func TestReadEventsAndCell(t *testing.T) {
 		{Name: "TestStories/b.yaml/assess", Action: "skip", Reason: "n/a on JobSet v0.8.0: one predecessor only (needs JobSet v0.9.0 or later)"},
 		{Name: "TestStories", Action: "pass", Elapsed: 12.5},
 		{Name: "TestChange", Action: "skip", Reason: "n/a on JobSet v0.10.1: no gate (needs JobSet v0.12.0 or later)"},
-		{Name: "TestBad", Action: "fail", Elapsed: 1, Reason: "want refused, got nil"},
+		{Name: "TestBad", Action: "fail", Elapsed: 1, Reason: "x: want refused, got nil"},
 	}
 	if len(tests) != len(want) {
 		t.Fatalf("tests %+v, want %+v", tests, want)
@@ -38,20 +40,63 @@ func TestReadEventsAndCell(t *testing.T) {
 			t.Errorf("test %d: %+v, want %+v", i, tests[i], want[i])
 		}
 	}
-	s := &suiteResult{Tests: tests}
-	if got, want := s.cell(), "**fail** 1/3: TestBad; n/a: TestStories/b.yaml, TestChange"; got != want {
+	keys := map[string]string{tests[0].Reason: "a", tests[2].Reason: "b"}
+	for _, c := range []struct {
+		tests []testResult
+		keyOf func(string) string
+		want  string
+	}{
+		{tests, nil, "**fail** 1/3: TestBad (2 n/a)"},
+		{tests, func(r string) string { return keys[r] }, "**fail** 1/3: TestBad (2 n/a: a, b)"},
+		{tests[:3], func(r string) string { return keys[r] }, "pass 1/2 (2 n/a: a, b)"},
+		// a subtest n/a for the same reason as another counts, its key named once
+		{append(tests[:3:3], testResult{Name: "TestStories/b.yaml/other", Action: "skip", Reason: tests[0].Reason}),
+			func(r string) string { return keys[r] }, "pass 1/2 (3 n/a: a, b)"},
+		{tests[1:2], nil, "pass 1/1"},
+		{tests[2:3], func(r string) string { return keys[r] }, "all n/a (1 n/a: b)"},
+		{nil, nil, "**fail**: no test ran"},
+	} {
+		if got := (&suiteResult{Tests: c.tests}).cell(c.keyOf); got != c.want {
+			t.Errorf("cell %q, want %q", got, c.want)
+		}
+	}
+	if got, want := (&suiteResult{Tests: tests[1:2], Failed: "go test: exit status 2"}).cell(nil), "**fail**: suite did not run"; got != want {
 		t.Errorf("cell %q, want %q", got, want)
 	}
-	s.Tests = tests[:3]
-	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
-		t.Errorf("cell %q, want %q", got, want)
+}
+
+// TestFailReason: a failed test's reason is what its failing subtests said, each named, not a
+// later subtest's n/a (Kubernetes v1.35.4's TestAdmission once read "n/a on Kubernetes older
+// than 1.37.0" where two cases had been admitted); a test failed without a message (a panic)
+// gives its last lines.
+func TestFailReason(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Test":"TestAdmission/op/refused","Output":"    admission_test.go:90: admitted\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/op/refused","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/op","Output":"--- FAIL: TestAdmission/op (0.06s)\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/op","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/effect/refused","Output":"    admission_test.go:90: admitted\n"}`,
+		`{"Action":"fail","Test":"TestAdmission/effect/refused","Elapsed":0}`,
+		`{"Action":"output","Test":"TestAdmission/z/causes","Output":"    framework.go:12: n/a on Kubernetes older than 1.37.0: wording\n"}`,
+		`{"Action":"skip","Test":"TestAdmission/z/causes","Elapsed":0}`,
+		`{"Action":"fail","Test":"TestAdmission","Elapsed":3}`,
+		`{"Action":"output","Test":"TestPanic","Output":"panic: boom\n"}`,
+		`{"Action":"output","Test":"TestPanic","Output":"goroutine 7 [running]:\n"}`,
+		`{"Action":"fail","Test":"TestPanic","Elapsed":0}`,
+	}, "\n")
+	tests, _ := readEvents(strings.NewReader(in), io.Discard)
+	var got []string
+	for _, r := range tests {
+		if r.Action == "fail" {
+			got = append(got, r.Name+": "+r.Reason)
+		}
 	}
-	s.Tests = append(tests[:3:3], testResult{Name: "TestStories/b.yaml/other", Action: "skip"})
-	if got, want := s.cell(), "pass 1/2; n/a: TestStories/b.yaml, TestChange"; got != want {
-		t.Errorf("cell %q, want %q (a feature skipped twice, named once)", got, want)
+	want := []string{
+		"TestAdmission: op/refused: admitted; effect/refused: admitted",
+		"TestPanic: panic: boom / goroutine 7 [running]:",
 	}
-	if got, want := (&suiteResult{}).cell(), "**fail**: no test ran"; got != want {
-		t.Errorf("cell %q, want %q", got, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
 	}
 }
 
