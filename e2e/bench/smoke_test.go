@@ -56,7 +56,7 @@ func BenchmarkSmoke(b *testing.B) {
 		{"podgroups: 300 PodGroups (coscheduling)", "podgroups", true, func() []row {
 			return podGroupsVersusBare(ctx, b, c, cs, tb, contract.SchedulerCoscheduling, 300, rounds)
 		}},
-		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25)} }},
+		{"volumeclaims: 1,000 per-pod PVCs", "volumeclaims", false, func() []row { return []row{perPodVersusBare(ctx, b, c, tb, 25, rounds)} }},
 		{"peers: volumeclaims", "volumeclaims", false, func() []row { return smokePeers(ctx, b, tb, c, volumeClaimsPeers, min(rounds, 2)) }},
 		{"peers: resourceclaims", "resourceclaims", false, func() []row { return smokePeers(ctx, b, tb, c, resourceClaimsPeers, min(rounds, 2)) }},
 		{"peers: podgroups", "podgroups", false, func() []row { return smokePeers(ctx, b, tb, c, podGroupsPeers, min(rounds, 2)) }},

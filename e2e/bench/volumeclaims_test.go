@@ -158,7 +158,7 @@ func BenchmarkVolumeClaims(b *testing.B) {
 		{"latency", func(e benchEnv) []row { return podWebhookLatency(e.ctx, e.b, e.c, e.cs, e.tb) }},
 		{"admission", volumeClaimsAdmission},
 		{"rss", func(e benchEnv) []row { return []row{rssWithUnrelatedPods(e.ctx, e.b, e.c, e.tb)} }},
-		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb, 50)} }},
+		{"perpod", func(e benchEnv) []row { return []row{perPodVersusBare(e.ctx, e.b, e.c, e.tb, 50, 1)} }},
 		{"shared", func(e benchEnv) []row { return []row{sharedVersusUpstream(e.ctx, e.b, e.c)} }},
 	})
 }
@@ -242,42 +242,65 @@ func bareClient(b *testing.B, tb testbed.Config, as string, qps float32, burst i
 }
 
 // perPodVersusBare: jobSets JobSets x 4 replicas x 10 completions (50: 2,000 per-pod PVCs),
-// against a bare client-go loop creating as many PVCs with the controller's QPS and burst.
-func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, jobSets int) row {
+// against a bare client-go loop creating as many PVCs with the controller's QPS and burst;
+// rounds of each, interleaved (the bare loop first in odd rounds, ours first in even ones), and
+// their medians compared: one round of each under load moved the ratio from 0.38 to 1.76.
+func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, jobSets, rounds int) row {
 	const replicas, completions = 4, 10
 	total := jobSets * replicas * completions
+	var bareTimes, ourTimes []time.Duration
+	for r := range max(rounds, 1) {
+		bareRound := func() { bareTimes = append(bareTimes, barePVCs(ctx, b, c, tb, total)) }
+		oursRound := func() { ourTimes = append(ourTimes, perPodPVCs(ctx, b, c, jobSets, replicas, completions)) }
+		if r%2 == 0 {
+			bareRound()
+			oursRound()
+		} else {
+			oursRound()
+			bareRound()
+		}
+	}
+	ours, bare := median(ourTimes), median(bareTimes)
+	return row{
+		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d (median of %d, interleaved)", total, jobSets, replicas, completions, vcQPS, len(ourTimes)),
+		ours:     ours.Round(time.Millisecond).String(),
+		baseline: bare.Round(time.Millisecond).String() + " bare",
+		ratio:    fmt.Sprintf("%.2f", bare.Seconds()/ours.Seconds()),
+		target:   "ratio >= 0.9, ours < 15s",
+		key:      "rate", value: bare.Seconds() / ours.Seconds(),
+	}
+}
 
-	bareNS := namespace(ctx, b, c, "bench-bare")
+// barePVCs is how long a bare client-go loop with the controller's QPS and burst takes to
+// create total PVCs, in a namespace of their own, until the cache-less list shows them all.
+func barePVCs(ctx context.Context, b *testing.B, c client.Client, tb testbed.Config, total int) time.Duration {
+	ns := namespace(ctx, b, c, "bench-bare")
 	bare := bareClient(b, tb, "", vcQPS, vcBurst)
 	start := time.Now()
 	if err := createParallel(total, 16, func(i int) error {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"bench": "bare"}}, Spec: pvcSpec()}
-		_, err := bare.CoreV1().PersistentVolumeClaims(bareNS).Create(ctx, pvc, metav1.CreateOptions{})
+		_, err := bare.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	bareTime := timeUntil(ctx, b, c, start, pvcList, bareNS, client.MatchingLabels{"bench": "bare"}, total)
+	return timeUntil(ctx, b, c, start, pvcList, ns, client.MatchingLabels{"bench": "bare"}, total)
+}
 
+// perPodPVCs is how long volumeclaims takes to make the per-pod PVCs of jobSets suspended
+// JobSets of replicas x completions pods, in a namespace of their own.
+func perPodPVCs(ctx context.Context, b *testing.B, c client.Client, jobSets, replicas, completions int) time.Duration {
 	ns := namespace(ctx, b, c, "bench-perpod")
 	policies := `[{targetReplicatedJobs: [w], templates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}]`
-	start = time.Now()
+	start := time.Now()
 	if err := createParallel(jobSets, 8, func(i int) error {
-		js := suspendedJobSet(ns, fmt.Sprintf("pp-%d", i), replicas, completions)
+		js := suspendedJobSet(ns, fmt.Sprintf("pp-%d", i), int32(replicas), int32(completions))
 		js.Annotations = map[string]string{contract.PoliciesAnnotationKey: policies}
 		return c.Create(ctx, js)
 	}); err != nil {
 		b.Fatal(err)
 	}
-	ours := timeUntil(ctx, b, c, start, pvcList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, total)
-	return row{
-		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d", total, jobSets, replicas, completions, vcQPS),
-		ours:     ours.Round(time.Millisecond).String(),
-		baseline: bareTime.Round(time.Millisecond).String() + " bare",
-		ratio:    fmt.Sprintf("%.2f", bareTime.Seconds()/ours.Seconds()),
-		target:   "ratio >= 0.9, ours < 15s",
-		key:      "rate", value: bareTime.Seconds() / ours.Seconds(),
-	}
+	return timeUntil(ctx, b, c, start, pvcList, ns, client.MatchingLabels{contract.ManagedByLabelKey: contract.VolumeClaimsManagedByValue}, jobSets*replicas*completions)
 }
 
 // sharedVersusUpstream: 200 JobSets with one shared PVC each, ours against upstream JobSet's
