@@ -156,8 +156,9 @@ func ExpectRefusedAt(ctx context.Context, t *testing.T, c client.Client, obj cli
 }
 
 // ExpectDryRunWarning checks the admission warnings of a create for the add-on's Warning about
-// an object its dry run did not accept for a reason that may change, the warnings that start
-// with prefix: want "" means none; else exactly one, that says want.
+// an object of its dry runs (one not accepted for a reason that may change, one accepted
+// without a field of its template), the warnings that start with prefix: want "" means none;
+// else exactly one, that says want.
 func ExpectDryRunWarning(t *testing.T, warnings []string, prefix, want string) {
 	t.Helper()
 	var ours []string

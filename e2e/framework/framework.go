@@ -108,6 +108,16 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 // "n/a" with that reason.
 func RequireKube(t *testing.T, min, why string) {
 	t.Helper()
+	if !KubeAtLeast(t, min) {
+		t.Skipf("n/a on Kubernetes older than %s: %s", min, why)
+	}
+}
+
+// KubeAtLeast says whether the testbed's kube-apiserver (testbed.Config.KubeAtLeast) is min or
+// later: for a test that expects another outcome of an older API server (RequireKube skips one
+// that cannot work there).
+func KubeAtLeast(t *testing.T, min string) bool {
+	t.Helper()
 	tb, err := testbed.DefaultConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +126,7 @@ func RequireKube(t *testing.T, min, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ok {
-		t.Skipf("n/a on Kubernetes older than %s: %s", min, why)
-	}
+	return ok
 }
 
 // SchedulingGroupJobSetSince is the first JobSet whose CRD keeps a pod template's

@@ -150,6 +150,11 @@ type DryRun struct {
 	// this JobSet's, retained by an earlier JobSet of its name for the same part, or a user's
 	// (Unmanaged) is accepted. Without it, a collision is accepted.
 	Identity *contract.Identity
+	// TemplateSpec says that the object's spec is its template's, at Path.spec, as the user
+	// wrote it. Then a field of it that the API server accepts and drops (Dropped: a feature it
+	// has turned off) is a Warning naming the field under Path, for every JobSet: such an
+	// acceptance is not remembered.
+	TemplateSpec bool
 }
 
 // takenError is a create's answer when the name is another JobSet's (DryRun.Identity).
@@ -274,7 +279,8 @@ func NewDryRunClient(mgr ctrl.Manager, qps float32, burst int) (client.Client, e
 // Check dry-runs every object, Workers at a time, and returns, under each object's Path, the
 // causes of those the API server refuses (Refused: refuse the JobSet with them) and a Warning
 // for each one whose dry run failed for a reason that may change (Unsure: admit the JobSet, and
-// say so). The objects are not changed: each is copied before its create.
+// say so), or that it accepts without some of its template's fields (DryRun.TemplateSpec: admit
+// the JobSet, and name them). The objects are not changed: each is copied before its create.
 func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, []string) {
 	if d == nil || d.Client == nil || len(objs) == 0 {
 		return nil, nil
@@ -285,7 +291,7 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	results := make([]error, len(objs))
+	results := make([]dryRunResult, len(objs))
 	ran := make([]bool, len(objs))
 	workers := d.Workers
 	if workers <= 0 {
@@ -297,60 +303,89 @@ func (d *DryRunner) Check(ctx context.Context, objs []DryRun) (field.ErrorList, 
 	})
 	var errs field.ErrorList
 	var warnings []string
-	for i, err := range results {
+	for i, r := range results {
 		if !ran[i] {
-			err = ctx.Err() // ParallelizeUntil stopped before this one
+			r.err = ctx.Err() // ParallelizeUntil stopped before this one
 		}
-		var taken *takenError
-		if errors.As(err, &taken) {
-			dryRuns.WithLabelValues(Refused.String()).Inc() // for good, while that object is there
-			errs = append(errs, field.Invalid(objs[i].Path, field.OmitValueType{}, taken.Error()))
-			continue
-		}
-		verdict := Classify(err)
-		dryRuns.WithLabelValues(verdict.String()).Inc()
-		switch verdict {
-		case Refused:
-			errs = append(errs, Causes(objs[i].Path, err)...)
-		case Unsure:
-			logf.FromContext(ctx).V(2).Info("A dry run failed for a reason that may change", "addon", d.Name, "path", objs[i].Path.String(), "err", err)
-			warnings = append(warnings, fmt.Sprintf("%s: %s of %s was not accepted by a dry run, for a reason that may change (%v): the JobSet is admitted; %s is made once the API server accepts it, and the pods that use it wait until then",
-				d.Name, objs[i].What, objs[i].Path, err, objs[i].What))
+		refused, warning := d.judge(ctx, &objs[i], r)
+		errs = append(errs, refused...)
+		if warning != "" {
+			warnings = append(warnings, warning)
 		}
 	}
 	return errs, warnings
 }
 
+// dryRunResult is what one object's dry run says: the create's answer and, when it is an
+// acceptance of an object made from its template (DryRun.TemplateSpec), the fields the API
+// server dropped from it (Dropped).
+type dryRunResult struct {
+	err     error
+	dropped []string
+}
+
+// judge is, for the object o, what its dry run's result r tells the JobSet: the causes of its
+// refusal, or a Warning.
+func (d *DryRunner) judge(ctx context.Context, o *DryRun, r dryRunResult) (field.ErrorList, string) {
+	var taken *takenError
+	if errors.As(r.err, &taken) {
+		dryRuns.WithLabelValues(Refused.String()).Inc() // for good, while that object is there
+		return field.ErrorList{field.Invalid(o.Path, field.OmitValueType{}, taken.Error())}, ""
+	}
+	verdict := Classify(r.err)
+	dryRuns.WithLabelValues(verdict.String()).Inc()
+	switch {
+	case verdict == Refused:
+		return Causes(o.Path, r.err), ""
+	case verdict == Unsure:
+		logf.FromContext(ctx).V(2).Info("A dry run failed for a reason that may change", "addon", d.Name, "path", o.Path.String(), "err", r.err)
+		return nil, fmt.Sprintf("%s: %s of %s was not accepted by a dry run, for a reason that may change (%v): the JobSet is admitted; %s is made once the API server accepts it, and the pods that use it wait until then",
+			d.Name, o.What, o.Path, r.err, o.What)
+	case len(r.dropped) > 0:
+		logf.FromContext(ctx).V(2).Info("A dry run was accepted without some fields", "addon", d.Name, "path", o.Path.String(), "dropped", r.dropped)
+		return nil, droppedWarning(d.Name, o, r.dropped)
+	}
+	return nil, ""
+}
+
 // one dry-runs obj, or takes its template's remembered acceptance, and returns the answer; an
-// object of its name that exists and is another's (DryRun.Identity) is a takenError.
-func (d *DryRunner) one(ctx context.Context, o *DryRun) error {
+// object of its name that exists and is another's (DryRun.Identity) is a takenError. Dry runs
+// of one Key under way at once share one create, and its dropped fields (the template's); an
+// acceptance is remembered only when nothing was dropped.
+func (d *DryRunner) one(ctx context.Context, o *DryRun) dryRunResult {
 	if d.remembered(o.Key) {
 		if o.Identity != nil {
 			// Accepted for another JobSet's name: the object of this name may still be taken.
-			return d.taken(ctx, o.What, o.Object, o.Identity)
+			return dryRunResult{err: d.taken(ctx, o.What, o.Object, o.Identity)}
 		}
-		return nil
+		return dryRunResult{}
 	}
 	obj, ok := o.Object.DeepCopyObject().(client.Object)
 	if !ok {
-		return fmt.Errorf("%T is not a client.Object", o.Object)
+		return dryRunResult{err: fmt.Errorf("%T is not a client.Object", o.Object)}
 	}
-	create := func() error { return d.Client.Create(ctx, obj, client.DryRunAll) }
-	var err error
+	// The create writes the API server's answer over obj; o.Object is what was sent.
+	create := func() dryRunResult {
+		if err := d.Client.Create(ctx, obj, client.DryRunAll); err != nil || !o.TemplateSpec {
+			return dryRunResult{err: err}
+		}
+		return dryRunResult{dropped: Dropped(o.Object, obj)}
+	}
+	var r dryRunResult
 	if key := o.Key; key != "" && d.Remember > 0 {
-		var shared bool
-		_, err, shared = d.inFlight.Do(key, func() (any, error) { return nil, create() })
-		if err != nil && shared {
-			err = create() // another's answer, which may name its object: ask for ours
+		v, _, shared := d.inFlight.Do(key, func() (any, error) { return create(), nil })
+		r, _ = v.(dryRunResult)
+		if r.err != nil && shared {
+			r = create() // another's answer, which may name its object: ask for ours
 		}
 	} else {
-		err = create()
+		r = create()
 	}
-	if err == nil {
+	if r.err == nil && len(r.dropped) == 0 {
 		d.remember(o.Key)
 	}
-	if apierrors.IsAlreadyExists(err) && o.Identity != nil {
-		return d.taken(ctx, o.What, o.Object, o.Identity)
+	if apierrors.IsAlreadyExists(r.err) && o.Identity != nil {
+		r.err = d.taken(ctx, o.What, o.Object, o.Identity)
 	}
-	return err
+	return r
 }

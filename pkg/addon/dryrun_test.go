@@ -360,23 +360,27 @@ func TestCheckJoinsInFlight(t *testing.T) {
 		},
 	}).Build()
 	d := &DryRunner{Client: c, Name: "x", Remember: time.Minute}
-	var wg sync.WaitGroup
-	for i := range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs, warnings := d.Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: pvc(fmt.Sprint("p", i), "1Gi"), Key: "k"}})
-			if len(errs)+len(warnings) > 0 {
-				t.Errorf("errs %v, warnings %q", errs, warnings)
-			}
-		}()
-	}
-	time.Sleep(100 * time.Millisecond) // all ten wait on the first
-	close(release)
-	wg.Wait()
+	together(10, release, func(i int) {
+		errs, warnings := d.Check(context.Background(), []DryRun{{Path: field.NewPath("a"), What: "it", Object: pvc(fmt.Sprint("p", i), "1Gi"), Key: "k"}})
+		if len(errs)+len(warnings) > 0 {
+			t.Errorf("errs %v, warnings %q", errs, warnings)
+		}
+	})
 	if calls != 1 {
 		t.Errorf("%d dry runs, want 1", calls)
 	}
+}
+
+// together runs check(i) for each i below n at once, gives them the time to all wait on the
+// first one's dry run, which waits on release, then closes release and waits for them.
+func together(n int, release chan struct{}, check func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { check(i) })
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	wg.Wait()
 }
 
 // TestCheckMemoryBounded: 2,000 distinct keys of 200 KiB, each accepted once, leave the

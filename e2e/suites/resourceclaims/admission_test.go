@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
@@ -20,8 +21,16 @@ import (
 // path is the templates annotation of the JobSet's second ReplicatedJob.
 const path = "spec.replicatedJobs[1].template.metadata.annotations[resourceclaims.jobset-addons.io/templates]"
 
+// dropsDeviceTolerations says whether the testbed's API server drops a device request's
+// tolerations rather than validating them: Kubernetes 1.35, where their feature gate
+// (DRADeviceTaints) is alpha and off. 1.34, and 1.36 and later, refuse a bad one.
+func dropsDeviceTolerations(t *testing.T) bool {
+	return framework.KubeAtLeast(t, "1.35.0") && !framework.KubeAtLeast(t, "1.36.0")
+}
+
 // TestAdmission: bad templates are refused at admission, each with its field path, all in one
-// response; the templates are immutable.
+// response; the templates are immutable. A bad field that the API server drops instead (a
+// device toleration on Kubernetes 1.35) admits the JobSet with a Warning that names it.
 func TestAdmission(t *testing.T) {
 	ownClaim := func(js *jobsetv1alpha2.JobSet) {
 		spec := &js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec
@@ -33,6 +42,10 @@ func TestAdmission(t *testing.T) {
 		templates string
 		edit      func(*jobsetv1alpha2.JobSet)
 		want      []string
+		// dropped, where the API server drops tolerations (dropsDeviceTolerations), is the
+		// field of the first template's claim that it drops: the JobSet is admitted with a
+		// Warning naming it.
+		dropped string
 	}{
 		{name: "not YAML", templates: `[{`, want: []string{path + ": Invalid value"}},
 		{name: "empty list", templates: `[]`, want: []string{path + ": Required value"}},
@@ -58,8 +71,10 @@ func TestAdmission(t *testing.T) {
 		{name: "api: allocation mode", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, allocationMode: Some}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.allocationMode: Unsupported value"}},
 		{name: "api: negative count", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, count: -1}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.count: Invalid value"}},
 		{name: "api: count with allocation mode All", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, allocationMode: All, count: 2}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.count: Invalid value"}},
-		{name: "api: toleration operator", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, tolerations: [{key: k, operator: Near, value: v}]}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.tolerations[0].operator"}},
-		{name: "api: toleration effect", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, tolerations: [{key: k, operator: Exists, effect: Sometimes}]}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.tolerations[0].effect"}},
+		{name: "api: toleration operator", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, tolerations: [{key: k, operator: Near, value: v}]}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.tolerations[0].operator"},
+			dropped: "spec.devices.requests[0].exactly.tolerations"},
+		{name: "api: toleration effect", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c, tolerations: [{key: k, operator: Exists, effect: Sometimes}]}}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].exactly.tolerations[0].effect"},
+			dropped: "spec.devices.requests[0].exactly.tolerations"},
 		{name: "api: subrequest without device class", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, firstAvailable: [{name: s}]}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].firstAvailable[0].deviceClassName: Required value"}},
 		{name: "api: subrequest name", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, firstAvailable: [{name: S_1, deviceClassName: c}]}]}}}]`, want: []string{path + "[0].spec.devices.requests[0].firstAvailable[0].name: Invalid value"}},
 		{name: "api: constraint of an unknown request", templates: `[{metadata: {name: a}, spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c}}], constraints: [{requests: [nope], matchAttribute: example.com/numa}]}}}]`, want: []string{path + "[0].spec.devices.constraints[0].requests[0]: Invalid value"}},
@@ -79,6 +94,10 @@ func TestAdmission(t *testing.T) {
 			want: []string{path + "[0].containers[0]: Invalid value", path + "[0].whenJobFinished: Unsupported value", path + "[1].metadata.name: Duplicate value", path + "[1].metadata.namespace: Forbidden"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.dropped != "" && dropsDeviceTolerations(t) {
+				testenv.Test(t, droppedWarned(tc.name, tc.templates, tc.dropped))
+				return
+			}
 			f := framework.NamespacedFeature(tc.name, "refused with the field path", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 				c := framework.Client(t, cfg)
 				js := newJobSet(framework.NamespaceFrom(ctx), "bad", rjob("plain", 1, 1, ""), rjob("w", 2, 1, tc.templates))
@@ -103,6 +122,20 @@ func TestAdmission(t *testing.T) {
 			testenv.Test(t, f)
 		})
 	}
+}
+
+// droppedWarned is the feature of a JobSet whose first template has a field, dropped (its path
+// in the claim), that the API server drops rather than validates: the JobSet is admitted, with
+// resourceclaims' one Warning that names the field in the claim and in the annotation.
+func droppedWarned(name, templates, dropped string) features.Feature {
+	return framework.NamespacedFeature(name, "admitted with a Warning naming the dropped field", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		js := newJobSet(framework.NamespaceFrom(ctx), "bad", rjob("plain", 1, 1, ""), rjob("w", 2, 1, templates))
+		js.Spec.Suspend = ptr.To(true)
+		warnings := framework.CreateWithWarnings(ctx, t, cfg, js)
+		want := "resourceclaims: the API server dropped " + dropped + " of the ResourceClaim bad-w-0-a (" + path + "[0]." + dropped + "): "
+		framework.ExpectDryRunWarning(t, warnings, "resourceclaims: the API server dropped ", want)
+		return ctx
+	})
 }
 
 // TestTemplatesImmutable: an admitted JobSet's templates may not change.

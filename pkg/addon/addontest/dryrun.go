@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,8 @@ import (
 // DryRunClient is a client for an addon.DryRunner whose API server is a fake that answers each dry run, by a
 // hash of the object, as a real one may: accepted; 422 Invalid with causes at fields named by
 // the object's own label keys and annotation values (text the fuzzer controls) and at an
-// index; 403 quota exceeded; 409 AlreadyExists; a webhook that failed. A fuzzer that sets it
+// index; 403 quota exceeded; 409 AlreadyExists; a webhook that failed; accepted without the
+// first of its spec's fields (DropField), as a field of a turned-off feature. A fuzzer that sets it
 // on a webhook feeds the dry-run path (its classification, its mapping of causes into the
 // JobSet's paths, its Warnings) with what it makes of arbitrary JobSets.
 func DryRunClient() client.Client {
@@ -36,7 +39,7 @@ func DryRunClient() client.Client {
 			_, _ = h.Write(raw)
 			gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
 			gr := schema.GroupResource{Group: gk.Group, Resource: "objects"}
-			switch h.Sum32() % 5 {
+			switch h.Sum32() % 6 {
 			case 1:
 				var errs field.ErrorList
 				for k, v := range obj.GetLabels() {
@@ -53,11 +56,22 @@ func DryRunClient() client.Client {
 				return apierrors.NewAlreadyExists(gr, obj.GetName())
 			case 4:
 				return apierrors.NewInternalError(errors.New(`failed calling webhook "other.example.com": context deadline exceeded`))
+			case 5:
+				return dropFirst(obj, raw)
 			}
 			return nil
 		},
 	}).Build()
 	return c
+}
+
+// dropFirst drops the first (by name) of the fields of obj's spec, raw its JSON.
+func dropFirst(obj client.Object, raw []byte) error {
+	var o struct{ Spec map[string]json.RawMessage }
+	if err := json.Unmarshal(raw, &o); err != nil || len(o.Spec) == 0 {
+		return nil
+	}
+	return DropField(obj, "spec", slices.Sorted(maps.Keys(o.Spec))[0])
 }
 
 // NamespaceTerminatingCreate is an interceptor's Create that answers every create as the API
@@ -74,4 +88,49 @@ func NamespaceTerminatingCreate(tried func(client.Object)) func(context.Context,
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
 		return err
 	}
+}
+
+// DropField removes from obj the field at path (JSON keys, and indexes of lists: "spec",
+// "devices", "requests", 0, "exactly", "tolerations"), as an API server drops a field of a
+// feature it has turned off from the object it answers a create with. A path that obj does not
+// have is left as it is.
+func DropField(obj client.Object, path ...any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var m any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	parent := m
+	for i, p := range path {
+		last := i == len(path)-1
+		switch p := p.(type) {
+		case string:
+			o, ok := parent.(map[string]any)
+			if !ok {
+				return nil
+			}
+			if last {
+				delete(o, p)
+			}
+			parent = o[p]
+		case int:
+			l, ok := parent.([]any)
+			if !ok || p < 0 || p >= len(l) || last {
+				return nil // a list keeps its length
+			}
+			parent = l[p]
+		default:
+			return fmt.Errorf("path element %v is neither a key nor an index", p)
+		}
+	}
+	if raw, err = json.Marshal(m); err != nil {
+		return err
+	}
+	// Decoded into a zeroed object, as controller-runtime decodes an answer.
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	return json.Unmarshal(raw, obj)
 }

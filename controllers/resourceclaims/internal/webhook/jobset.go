@@ -79,6 +79,8 @@ func validateJobSet(js *jobsetv1alpha2.JobSet) (field.ErrorList, []addon.DryRun)
 // sample is the claim the template t at path gives the first Job of rj, as the reconciler makes
 // it ahead of the Job (owned by the JobSet, when the JobSet already has its UID), for a dry run. Its
 // Key is what its acceptance depends on: the namespace and the template's metadata and spec.
+// Its spec is the template's (addon.DryRun.TemplateSpec): a field of it the API server drops
+// (a device request's tolerations where their feature is off) is warned of.
 func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contract.ResourceClaimTemplate, path *field.Path) addon.DryRun {
 	job := claims.JobName(js.Name, rj.Name, 0)
 	name, _ := contract.ResourceClaimName(job, t.Name, 0) // the longest name was checked
@@ -95,5 +97,5 @@ func sample(js *jobsetv1alpha2.JobSet, rj *jobsetv1alpha2.ReplicatedJob, t contr
 	// A claim of the name another JobSet's Job holds refuses the JobSet; one an earlier JobSet
 	// of this name left for the same Job and template is the reconciler's to replace.
 	id := &contract.Identity{ManagedBy: contract.ResourceClaimsManagedByValue, JobSet: js.Name, UID: js.UID, Labels: labels, Parts: parts}
-	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key, Identity: id}
+	return addon.DryRun{Path: path, What: "the ResourceClaim " + name, Object: claim, Key: key, Identity: id, TemplateSpec: true}
 }

@@ -23,8 +23,9 @@ import (
 )
 
 // dryRunHook is a JobSetWebhook whose dry runs go to a fake API server that answers each PVC
-// by its template's label: the API server's refusal of a bad storage request, a quota
-// exceeded, or acceptance. It records the PVCs it was sent.
+// by its template's storage class: the API server's refusal of a bad storage request, a quota
+// exceeded, acceptance without the volumeAttributesClassName, or acceptance. It records the
+// PVCs it was sent.
 func dryRunHook(t *testing.T) (*JobSetWebhook, func() []*corev1.PersistentVolumeClaim) {
 	var mu sync.Mutex
 	var sent []*corev1.PersistentVolumeClaim
@@ -50,6 +51,8 @@ func dryRunHook(t *testing.T) (*JobSetWebhook, func() []*corev1.PersistentVolume
 				})
 			case "quota":
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, pvc.Name, errors.New("exceeded quota: storage"))
+			case "no-vac": // an API server whose VolumeAttributesClass gate is off
+				return addontest.DropField(obj, "spec", "volumeAttributesClassName")
 			}
 			return nil
 		},
@@ -121,5 +124,23 @@ func TestDryRunsAdmitted(t *testing.T) {
 	}
 	if s := sent(); len(s) != 1 || len(s[0].OwnerReferences) != 0 {
 		t.Errorf("sent %d PVCs, the first owned by %v", len(s), s[0].OwnerReferences)
+	}
+}
+
+// TestDryRunsDropped: a JobSet whose PVC the API server accepts without a field of its
+// template is admitted with a Warning that names the field under the template's path.
+func TestDryRunsDropped(t *testing.T) {
+	w, _ := dryRunHook(t)
+	tmpl := `{metadata: {name: shared}, spec: {storageClassName: no-vac, volumeAttributesClassName: gold, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}`
+	js := addontest.JobSet("default", "train").VolumeClaimsPolicies(`[{templates: [` + tmpl + `]}]`).
+		ReplicatedJobs(addontest.ReplicatedJob("w").Mount("shared")).Obj()
+	ctx := ctxFor(admissionv1.Create)
+	if err := w.Default(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	warnings, err := w.ValidateCreate(ctx, js)
+	want := "volumeclaims: the API server dropped spec.volumeAttributesClassName of the PersistentVolumeClaim shared-train (" + pol + "[0].templates[0].spec.volumeAttributesClassName): "
+	if err != nil || len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+		t.Errorf("ValidateCreate = %q, %v: want admitted with one Warning that starts %q", warnings, err, want)
 	}
 }

@@ -16,8 +16,9 @@ import (
 // validation): for each template without a problem of its own in errs, the first PVC it gives,
 // as the reconciler makes it (with the owner reference only when the JobSet has its UID yet),
 // under the template's path, with whose a PVC of its name may be (Claim.Identity): one of that
-// name that another JobSet's policies made refuses the JobSet. A JobSet without a name (generateName) has none: its PVCs cannot
-// be named, and validation refuses it.
+// name that another JobSet's policies made refuses the JobSet. Its spec is the template's
+// (addon.DryRun.TemplateSpec): a field of it the API server drops is warned of. A JobSet
+// without a name (generateName) has none: its PVCs cannot be named, and validation refuses it.
 func (p *Parsed) DryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addon.DryRun {
 	if js.Name == "" || !p.Present || len(p.Errs) > 0 && len(p.Policies) == 0 {
 		return nil
@@ -40,7 +41,7 @@ func (p *Parsed) DryRuns(js *jobsetv1alpha2.JobSet, errs field.ErrorList) []addo
 			}
 			key := addon.TemplateKey(js.Namespace, t.Labels, t.Annotations, t.Spec)
 			id := p.Claims[k].Identity(js)
-			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id})
+			out = append(out, addon.DryRun{Path: tp, What: "the PersistentVolumeClaim " + pvc.Name, Object: pvc, Key: key, Identity: &id, TemplateSpec: true})
 		}
 	}
 	return out
