@@ -39,8 +39,9 @@ var Scheme = func() *runtime.Scheme {
 
 // NewEnvironment returns the suite's environment:
 //   - KUBECONFIG set: that cluster, as it is (JobSet must be installed);
-//   - otherwise the local testbed, started for the suite and stopped after it, unless it was
-//     already running (`make testbed-up`), in which case it is left running.
+//   - otherwise the local testbed, started for the suite and stopped after it (after the suite's
+//     own Finish actions), unless it was already running (`make testbed-up`), in which case it
+//     is left running.
 func NewEnvironment() env.Environment {
 	cfg := envconf.New()
 	e := env.NewWithConfig(cfg)
@@ -53,24 +54,24 @@ func NewEnvironment() env.Environment {
 		panic(err)
 	}
 	log := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...) }
-	var started bool
 	e.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		if rc, err := tb.RESTConfig(); err == nil && testbed.Ping(ctx, rc) {
 			log("Reusing the running testbed %s", tb.Kubeconfig())
 		} else {
-			started = true
+			// Registered now, while the suite runs, so that it is the last Finish: after the
+			// suite's own (which clean up on the cluster), whatever order TestMain added them in.
+			e.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+				if os.Getenv("TESTBED_KEEP") != "" {
+					return ctx, nil
+				}
+				return ctx, testbed.Down(ctx, tb, log)
+			})
 			if err := testbed.Up(ctx, tb, log); err != nil {
 				return ctx, err
 			}
 		}
 		cfg.WithKubeconfigFile(tb.Kubeconfig())
 		return ctx, nil
-	})
-	e.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		if !started || os.Getenv("TESTBED_KEEP") != "" {
-			return ctx, nil
-		}
-		return ctx, testbed.Down(ctx, tb, log)
 	})
 	return e
 }
