@@ -29,19 +29,20 @@ const (
 )
 
 // gangCRDs are the CustomResourceDefinitions the two schedulers need, by the directory of
-// bin/testbed that holds their manifests. Volcano's cache never syncs without every one of its
-// CRDs, numatopologies included.
+// bin/testbed that holds their manifests (every manifest there is applied; these are waited
+// for). Volcano's cache never syncs without every one of the CRDs it watches, numatopologies
+// and hypernodes (v1.14.1 watches them whatever its configuration) included.
 var gangCRDs = map[string][]string{
 	"volcano-crds": {
 		"podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh", "numatopologies.nodeinfo.volcano.sh",
-		"jobs.batch.volcano.sh", "commands.bus.volcano.sh",
+		"hypernodes.topology.volcano.sh", "jobs.batch.volcano.sh", "commands.bus.volcano.sh",
 	},
 	"scheduler-plugins-crds": {"podgroups.scheduling.x-k8s.io", "elasticquotas.scheduling.x-k8s.io"},
 }
 
-// volcanoConf is Volcano's default scheduler configuration (pkg/scheduler/util.go of v1.10.0):
-// enqueue gates a PodGroup on its queue's capacity, the gang plugin binds all of minMember or
-// none.
+// volcanoConf is Volcano's default scheduler configuration (pkg/scheduler/util.go of v1.14.1,
+// unchanged since v1.10.0): enqueue gates a PodGroup on its queue's capacity, the gang plugin
+// binds all of minMember or none.
 const volcanoConf = `actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
