@@ -21,7 +21,7 @@ for v in TESTBED_DIR TESTBED_NAME TESTBED_PORT_BASE; do
 done
 # The examples whose gangs need Volcano's or coscheduling's scheduler.
 gang_examples() { grep -lE 'podgroups.jobset-addons.io/scheduler: (volcano|coscheduling)' $(find examples -name '*.yaml' -not -path 'examples/tutorial/*' | sort); }
-have_gangs() { [[ -e bin/testbed/vc-scheduler && -e bin/testbed/sp-scheduler ]]; }
+have_gangs() { [[ -e bin/testbed/vc-scheduler && -e bin/testbed/vc-controller-manager && -e bin/testbed/sp-scheduler ]]; }
 start_gangs() {
 	# The gang schedulers and their CRDs, then podgroups again: it watches the PodGroup kinds
 	# served when it starts.

@@ -5,6 +5,8 @@ ETCD_DIR   := $(BIN)/etcd-$(ETCD_VERSION)
 KWOK_DIR   := $(BIN)/kwok-$(KWOK_VERSION)
 HELM_DIR   := $(BIN)/helm-$(HELM_VERSION)
 VOLCANO_DIR      := $(BIN)/volcano-$(VOLCANO_VERSION)
+VOLCANO_CM_DIR   := $(BIN)/volcano-controller-manager-$(VOLCANO_VERSION)
+VOLCANO_CM       := $(VOLCANO_CM_DIR)/vc-controller-manager
 SCHEDPLUGINS_DIR := $(BIN)/scheduler-plugins-$(SCHEDPLUGINS_VERSION)
 GOVULNCHECK      := $(BIN)/govulncheck-$(VULN_VERSION)/govulncheck
 KIND             := $(BIN)/kind-$(KIND_VERSION)/kind
@@ -19,10 +21,11 @@ kube_ldflags = $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/ve
 KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 # testbed_core_bins KUBE,JOBSET: every binary a testbed of those versions runs, the longest
 # builds first (a parallel make, TOOL_JOBS, starts them first); GANG_BINS: the gang schedulers
-# beside it (testbedctl gang), built by testbed-bins, not by make demo before it starts.
+# beside it (testbedctl gang) and Volcano's controller-manager, whose queue controller opens
+# Volcano's queues for its scheduler, built by testbed-bins, not by make demo before it starts.
 testbed_core_bins = $(addprefix $(BIN)/kube-$1/,$(KUBE_BINS)) $(BIN)/jobset-$2/jobset $(HELM_DIR)/helm \
 	$(KWOK_DIR)/kwok $(KWOK_DIR)/kwokctl $(ETCD_DIR)/etcd
-GANG_BINS := $(SCHEDPLUGINS_DIR)/sp-scheduler $(VOLCANO_DIR)/vc-scheduler
+GANG_BINS := $(SCHEDPLUGINS_DIR)/sp-scheduler $(VOLCANO_DIR)/vc-scheduler $(VOLCANO_CM)
 testbed_bins = $(call testbed_core_bins,$1,$2) $(GANG_BINS)
 TESTBED_BINS := $(call testbed_bins,$(KUBE_VERSION),$(JOBSET_VERSION))
 
@@ -57,11 +60,10 @@ $(HELM_DIR)/helm: tools/helm/go.mod | build
 # The two gang schedulers podgroups drives, each run on the testbed as a second scheduler.
 $(VOLCANO_DIR)/vc-scheduler: tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/scheduler
-# Volcano's controller-manager (its vcjob controller makes a PodGroup per vcjob), from the same
-# wrapper module: run only by the peer benchmark (make bench ADDON=peers), so built when that
-# first needs it, not by testbed-bins. The vcjob CRDs are among volcano-crds already.
-VOLCANO_CM_DIR := $(BIN)/volcano-controller-manager-$(VOLCANO_VERSION)
-VOLCANO_CM     := $(VOLCANO_CM_DIR)/vc-controller-manager
+# Volcano's controller-manager, from the same wrapper module: the testbed runs its queue
+# controller beside the scheduler (testbed.StartGangSchedulers), the peer benchmark (make bench
+# ADDON=peers) its vcjob controller, which makes a PodGroup per vcjob. The vcjob CRDs are among
+# volcano-crds already.
 $(VOLCANO_CM): tools/volcano/go.mod
 	hack/build-tool.sh tools/volcano $@ volcano.sh/volcano/cmd/controller-manager
 $(SCHEDPLUGINS_DIR)/sp-scheduler: $(call schedplugins_mod,$(SCHEDPLUGINS_VERSION))/go.mod

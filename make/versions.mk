@@ -15,7 +15,7 @@ ETCD_VERSION   := v3.6.6
 KWOK_VERSION   := v0.8.0
 JOBSET_VERSION := v0.12.0
 HELM_VERSION   := v4.3.0
-VOLCANO_VERSION      := v1.10.0
+VOLCANO_VERSION      := v1.14.1
 # scheduler-plugins' coscheduling scheduler of bin/testbed: tools/schedplugins pins
 # SCHEDPLUGINS_DEFAULT (v0.34.7: built on Kubernetes 1.34, it allocates DRA claims through
 # resource.k8s.io/v1), tools/schedplugins-v0.33.5 the older one (NEIGHBOURS=old, or

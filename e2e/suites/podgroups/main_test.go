@@ -1,5 +1,5 @@
 // Package podgroups_test runs the podgroups controller on the testbed beside two real gang
-// schedulers (Volcano v1.10.0 and scheduler-plugins' coscheduling v0.34.7, each a second
+// schedulers (Volcano v1.14.1 and scheduler-plugins' coscheduling v0.34.7, each a second
 // scheduler) and the sequencer, with their webhooks as the chart registers them, and checks
 // gang scheduling end to end: all of a gang or none of it is bound, one PodGroup per sequenced
 // stage created once the stage is released and deleted once it finished, a PodGroup that

@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/e2e/framework"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
@@ -31,7 +33,10 @@ func TestStories(t *testing.T) {
 			if pg.Spec.MinMember != 2 || pg.Spec.Queue != "high-priority-queue" {
 				t.Errorf("PodGroup spec %+v: want minMember 2, queue high-priority-queue", pg.Spec)
 			}
-			waitEvent(ctx, t, c, js, "NetworkTopologyDropped")
+			// Kept by Volcano v1.14.1's CRD (v1.10.0's dropped it: NetworkTopologyDropped).
+			if nt := pg.Spec.NetworkTopology; nt == nil || nt.Mode != volcanov1beta1.HardNetworkTopologyMode || ptr.Deref(nt.HighestTierAllowed, 0) != 1 {
+				t.Errorf("PodGroup spec networkTopology %+v: want hard, highestTierAllowed 1", nt)
+			}
 		}},
 		{"coscheduling-staged.yaml", contract.SchedulerCoscheduling, func(ctx context.Context, t *testing.T, c client.Client, js *jobsetv1alpha2.JobSet) {
 			pg := coschedPodGroup(ctx, t, c, js.Namespace, js.Name+"-stage-0")

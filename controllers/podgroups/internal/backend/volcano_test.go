@@ -1,12 +1,15 @@
 package backend
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/jobset-addons/jobset-addons/pkg/addon/addontest"
+	"github.com/jobset-addons/jobset-addons/pkg/addon/checks/podgroups"
 	"github.com/jobset-addons/jobset-addons/pkg/contract"
 )
 
@@ -69,5 +72,32 @@ func TestVolcanoTaskMinimums(t *testing.T) {
 				t.Errorf("minTaskMember (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestVolcanoNetworkTopology: the JobSet's network topology is the PodGroup's
+// spec.networkTopology, and a PodGroup that comes back without it (a Volcano CRD from before
+// network topology support, such as v1.10.0's, prunes the field) is told; the testbed's Volcano
+// keeps it, so this is where the telling is tested.
+func TestVolcanoNetworkTopology(t *testing.T) {
+	b := byScheduler[contract.SchedulerVolcano]
+	js := addontest.JobSet("ns", "topo").UID("uid").Annotations(kv(contract.SchedulerAnnotationKey, "volcano")).
+		ReplicatedJobs(addontest.ReplicatedJob("w").Replicas(2)).Obj()
+	s, gangs := read(t, js)
+	s.NetworkTopology = &contract.NetworkTopology{Mode: contract.NetworkTopologySoft, HighestTierAllowed: ptr.To(2)}
+	pg := b.Build(js, gangs[0], s, "", "default").(*volcanov1beta1.PodGroup)
+	want := &volcanov1beta1.NetworkTopologySpec{Mode: volcanov1beta1.SoftNetworkTopologyMode, HighestTierAllowed: ptr.To(2)}
+	if diff := cmp.Diff(want, pg.Spec.NetworkTopology); diff != "" {
+		t.Errorf("networkTopology (-want +got):\n%s", diff)
+	}
+	if why := b.Dropped(s, gangs[0], pg).Topology; why != "" {
+		t.Errorf("kept topology told as dropped: %s", why)
+	}
+	pg.Spec.NetworkTopology = nil
+	if why := b.Dropped(s, gangs[0], pg).Topology; !strings.Contains(why, "no spec.networkTopology") {
+		t.Errorf("dropped topology told as %q", why)
+	}
+	if why := b.Dropped(podgroups.Settings{Scheduler: contract.SchedulerVolcano}, gangs[0], pg).Topology; why != "" {
+		t.Errorf("no topology asked for, yet told: %s", why)
 	}
 }

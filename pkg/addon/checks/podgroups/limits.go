@@ -66,10 +66,10 @@ func CoschedulingWarnings(js *jobsetv1alpha2.JobSet, gangs []Gang) []string {
 }
 
 // VolcanoWarnings: the ReplicatedJobs of a Volcano gang whose pods request nothing Volcano counts
-// (no CPU, memory or extended resource, requests or limits). Volcano (v1.10 read: JobInfo.IsReady,
-// CheckTaskReady) counts a pending pod of empty request as placed, for minMember and
-// minTaskMember alike, and places it apart from the gang (its backfill action): such a pod
-// that fits no node does not hold the rest of the gang back.
+// (no CPU, memory or extended resource, requests or limits). Volcano (v1.10.0 and v1.14.1 read:
+// JobInfo.IsReady, CheckTaskReady) counts a pending pod of empty request as placed, for
+// minMember and minTaskMember alike, and places it apart from the gang (its backfill action):
+// such a pod that fits no node does not hold the rest of the gang back.
 func VolcanoWarnings(js *jobsetv1alpha2.JobSet, gangs []Gang) []string {
 	var out []string
 	for _, g := range gangs {
