@@ -150,6 +150,9 @@ func (r *Reconciler) deleteWorkload(ctx context.Context, js *jobsetv1alpha2.JobS
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: name}, wl); err != nil || !backend.Ours(wl, js) || r.going(wl) {
 		return client.IgnoreNotFound(err)
 	}
+	if r.madeUnseen(js, "Workload", ReasonWorkloadCreated, "Workload", wl) {
+		workloadsWritten.WithLabelValues("created").Inc()
+	}
 	deleted, err := r.remove(ctx, "Workload", wl)
 	if !deleted {
 		return err
@@ -181,6 +184,7 @@ func (r *Reconciler) deleteComposites(ctx context.Context, js *jobsetv1alpha2.Jo
 			kept = true
 			continue
 		}
+		r.madeUnseen(js, "CompositePodGroup", ReasonCompositeCreated, "CompositePodGroup", cpg)
 		deleted, err := r.remove(ctx, "CompositePodGroup", cpg)
 		if err != nil {
 			return kept, err

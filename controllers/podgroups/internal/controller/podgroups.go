@@ -79,6 +79,9 @@ func (r *Reconciler) tellMissing(ctx context.Context, js *jobsetv1alpha2.JobSet,
 
 // deletePodGroup deletes one of our PodGroups, not wanted for reason why.
 func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, b backend.Backend, pg client.Object, why string) error {
+	if r.madeUnseen(js, "PodGroup", ReasonCreated, string(b.Scheduler())+" PodGroup", pg) {
+		podGroupsCreated.WithLabelValues(string(b.Scheduler())).Inc()
+	}
 	deleted, err := r.remove(ctx, "PodGroup", pg)
 	if !deleted {
 		return err
@@ -90,6 +93,20 @@ func (r *Reconciler) deletePodGroup(ctx context.Context, js *jobsetv1alpha2.JobS
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a PodGroup", "podGroup", pg.GetName(), "why", why)
 	addon.Tell(r.Recorder, js, pg, corev1.EventTypeNormal, ReasonDeleted, actionDelete, "Deleted %s PodGroup %s: %s", b.Scheduler(), pg.GetName(), why)
 	return nil
+}
+
+// madeUnseen tells obj, of kind, as created (reason, what names it), once, when the Job webhook
+// made it and no reconcile found it while it was wanted: the JobSet finished before the
+// reconciler ran (a restart, leader election), and obj is about to be deleted. It says whether it
+// told.
+func (r *Reconciler) madeUnseen(js *jobsetv1alpha2.JobSet, kind, reason, what string, obj client.Object) bool {
+	if !r.first(kind).Tell(js.UID, obj) {
+		return false
+	}
+	addon.CountObject(kind, addon.ActionCreated, 1)
+	addon.Tell(r.Recorder, js, obj, corev1.EventTypeNormal, reason, actionCreate,
+		"Created %s %s: made by the Job webhook as the Job came, before the controller reconciled the JobSet", what, obj.GetName())
+	return true
 }
 
 // foreign tells whether got, an object of one of the JobSet's gang names that is not ours, is
