@@ -261,8 +261,14 @@ func perPodVersusBare(ctx context.Context, b *testing.B, c client.Client, tb tes
 		}
 	}
 	ours, bare := median(ourTimes), median(bareTimes)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range ourTimes {
+		r := bareTimes[i].Seconds() / ourTimes[i].Seconds()
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
 	return row{
-		what:     fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d (median of %d, interleaved)", total, jobSets, replicas, completions, vcQPS, len(ourTimes)),
+		what: fmt.Sprintf("%d per-pod PVCs exist (%d JobSets x %d x %d), QPS %d (median of %d, interleaved; rounds' ratios %.2f-%.2f)",
+			total, jobSets, replicas, completions, vcQPS, len(ourTimes), lo, hi),
 		ours:     ours.Round(time.Millisecond).String(),
 		baseline: bare.Round(time.Millisecond).String() + " bare",
 		ratio:    fmt.Sprintf("%.2f", bare.Seconds()/ours.Seconds()),
