@@ -78,7 +78,7 @@ func BenchmarkSmoke(b *testing.B) {
 		if p.addon == "sequencer" {
 			ready = sequencerAnswers(c)
 		}
-		if err := testbed.StartAddon(ctx, tb, p.addon, ready, addonArgs()...); err != nil {
+		if err := testbed.StartAddon(ctx, tb, p.addon, ready, scaleAddonArgs()...); err != nil {
 			b.Fatal(err)
 		}
 		before := namespaceNames(ctx, b, c)
